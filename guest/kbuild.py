@@ -25,7 +25,8 @@ from cachedir import Key, cache_root, die  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SOURCE_PACKAGE = "linux-source-6.1"
-TARBALL = pathlib.Path("/usr/src/linux-source-6.1.tar.xz")
+TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
+                                      "/usr/src/linux-source-6.1.tar.xz"))
 CROSS = "aarch64-linux-gnu-"
 MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")

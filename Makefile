@@ -1,0 +1,51 @@
+# chkwin: the lab's entry points.  Logic lives in guest/*.py; this is glue.
+PY        := /usr/bin/python3
+FLAVOURS  := unpatched patched
+DURATION  ?= 60
+SMP       ?= 2
+MEM       ?= 1024
+
+DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
+	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
+	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
+	python3-numpy python3-matplotlib python3-pytest kmod rsync \
+	binutils-aarch64-linux-gnu
+ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
+	libzstd-dev:arm64
+
+.PHONY: all deps kernels testdisk initramfs test demo bench clean-results
+
+all: kernels
+
+# Idempotent: installs only what dpkg does not already have.
+deps:
+	@dpkg --print-foreign-architectures | grep -qx arm64 || \
+		{ echo "deps: adding the arm64 architecture"; dpkg --add-architecture arm64; }
+	@missing=$$(for p in $(DEBS) $(ARM64_DEBS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing \
+			|| { echo "deps: error: apt-get could not install: $$missing" >&2; exit 1; }; \
+	else echo "deps: all Debian packages present"; fi
+
+kernels: deps
+	$(PY) guest/kbuild.py $(addprefix --flavour ,$(FLAVOURS))
+
+testdisk: deps
+	$(PY) guest/testdisk.py
+
+initramfs: deps
+	$(PY) guest/initramfs.py
+
+test: deps kernels
+	bash tests/run
+
+demo: deps kernels
+	$(PY) guest/lab_demo.py --duration $(DURATION) --smp $(SMP) --mem $(MEM)
+
+bench: deps kernels
+	$(PY) bench/lab_bench.py
+
+clean-results:
+	rm -rf results

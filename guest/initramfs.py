@@ -1,0 +1,220 @@
+"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen.
+
+The cpio is written here rather than by cpio(1) so that the archive depends
+only on file contents, paths and modes: fixed mtimes, owners and inode
+numbers, sorted entries.  Equal inputs therefore give equal bytes, and the
+cache key can be computed before anything is written.
+
+    /usr/bin/python3 guest/initramfs.py [--add HOST:GUEST ...] [--print-path]
+"""
+
+import argparse
+import gzip
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+import tempfile
+
+from cachedir import Key, cache_root, die
+
+GUEST_DIR = pathlib.Path(__file__).resolve().parent
+WORKLOADS = GUEST_DIR / "workloads"
+
+# busybox --list cannot run on the x86 host, so the applets are named here.
+APPLETS = """
+    sh mount umount mkdir cat echo find xargs md5sum ls stat sleep grep dmesg
+    poweroff uname sync date head tail wc sed cut tr seq kill ps true false
+    test [ printf env awk timeout dd hexdump od ln cp rm mknod insmod sysctl
+    basename dirname
+""".split()
+
+# Mount points init needs; /dev/console must exist before devtmpfs is
+# mounted, or the kernel gives init no stdin/stdout.
+DIRS = ["dev", "proc", "sys", "tmp", "mnt/test"]
+CONSOLE = ("dev/console", stat.S_IFCHR | 0o600, (5, 1))
+
+
+def run(cmd, what, **kw):
+    """Run a helper command; its stdout goes to our stderr so that
+    --print-path keeps stdout for the path alone."""
+    try:
+        proc = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE,
+                              text=True, **kw)
+    except FileNotFoundError:
+        die(f"{what}: {cmd[0]} not found")
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        die(f"{what} failed (exit {proc.returncode}): {last}")
+
+
+def busybox_deb():
+    """The busybox-static:arm64 .deb, downloaded once into the cache.
+
+    Only downloaded, never installed: installing it would replace the
+    host's own busybox."""
+    debs = cache_root() / "debs"
+    debs.mkdir(exist_ok=True)
+    found = sorted(debs.glob("busybox-static_*_arm64.deb"))
+    if found:
+        return found[-1]
+    foreign = subprocess.run(["dpkg", "--print-foreign-architectures"],
+                             capture_output=True, text=True).stdout.split()
+    if "arm64" not in foreign:
+        die("dpkg has no arm64 architecture: run "
+            "'dpkg --add-architecture arm64 && apt-get update'")
+    # Download into a scratch directory so a failed fetch leaves no
+    # partial .deb behind to be mistaken for a cached one.
+    with tempfile.TemporaryDirectory(dir=debs) as tmp:
+        run(["apt-get", "download", "busybox-static:arm64"],
+            "apt-get download busybox-static:arm64", cwd=tmp)
+        got = list(pathlib.Path(tmp).glob("busybox-static_*_arm64.deb"))
+        if len(got) != 1:
+            die("apt-get download busybox-static:arm64 gave no .deb")
+        final = debs / got[0].name
+        os.replace(got[0], final)
+    return final
+
+
+def busybox_binary(scratch):
+    """Unpack the .deb into scratch; unpacking is cheap, so it is not cached."""
+    deb = busybox_deb()
+    out = pathlib.Path(scratch) / "busybox-deb"
+    run(["dpkg-deb", "-x", str(deb), str(out)], f"dpkg-deb -x {deb}")
+    binary = out / "bin" / "busybox"
+    if not binary.is_file():
+        die(f"{deb} has no bin/busybox")
+    return binary.read_bytes()
+
+
+def loadgen_binary():
+    """loadgen built by the workloads Makefile, cached by its sources."""
+    if not (WORKLOADS / "Makefile").is_file():
+        die(f"no {WORKLOADS / 'Makefile'}: cannot build loadgen")
+    key = Key("loadgen")
+    for path in sorted(p for p in WORKLOADS.iterdir() if p.is_file()):
+        key.add_file(path)
+    outdir = cache_root() / "loadgen" / key.hexdigest()
+    if not (outdir / "loadgen").is_file():
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=outdir.parent) as tmp:
+            run(["make", "-C", str(WORKLOADS), f"OUT={tmp}"], "building loadgen")
+            if not (pathlib.Path(tmp) / "loadgen").is_file():
+                die(f"make -C {WORKLOADS} produced no loadgen")
+            os.replace(tmp, outdir)
+            os.mkdir(tmp)  # TemporaryDirectory wants something to remove
+    return (outdir / "loadgen").read_bytes()
+
+
+def host_mode(path):
+    """Only the executable bit survives, so umask and checkout don't matter."""
+    return 0o755 if os.access(path, os.X_OK) else 0o644
+
+
+def collect(adds, scratch):
+    """All entries: guest path -> (mode, data bytes, rdev)."""
+    entries = {}
+
+    def put(guest, mode, data=b"", rdev=(0, 0)):
+        guest = guest.strip("/")
+        if guest in entries:
+            die(f"{guest!r} is in the initramfs twice")
+        parts = guest.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if entries.setdefault(parent, (stat.S_IFDIR | 0o755, b"", (0, 0)))[0] \
+                    & stat.S_IFMT(-1) != stat.S_IFDIR:
+                die(f"{parent!r} in the initramfs is not a directory")
+        entries[guest] = (mode, data, rdev)
+
+    for d in DIRS:
+        put(d, stat.S_IFDIR | 0o755)
+    put(CONSOLE[0], CONSOLE[1], rdev=CONSOLE[2])
+    put("bin/busybox", stat.S_IFREG | 0o755, busybox_binary(scratch))
+    for applet in APPLETS:
+        put(f"bin/{applet}", stat.S_IFLNK | 0o777, b"busybox")
+    put("init", stat.S_IFREG | 0o755, (GUEST_DIR / "init").read_bytes())
+    scenarios = sorted((GUEST_DIR / "scenarios").iterdir())
+    for path in scenarios:
+        put(f"scenarios/{path.name}", stat.S_IFREG | 0o755, path.read_bytes())
+    put("bin/loadgen", stat.S_IFREG | 0o755, loadgen_binary())
+    for host, guest in adds:
+        if not os.path.isfile(host):
+            die(f"--add {host}: not a regular file")
+        put(guest, stat.S_IFREG | host_mode(host),
+            pathlib.Path(host).read_bytes())
+    return entries
+
+
+def newc(entries):
+    """The uncompressed newc cpio of the entries, sorted by path (a parent
+    sorts before its children, as the kernel's unpacker needs)."""
+    out = bytearray()
+
+    def record(ino, name, mode, data, rdev):
+        name = name.encode() + b"\0"
+        nlink = 2 if stat.S_ISDIR(mode) else 1
+        fields = (ino, mode, 0, 0, nlink, 0, len(data), 0, 0,
+                  rdev[0], rdev[1], len(name), 0)
+        out.extend(b"070701" + b"".join(b"%08X" % f for f in fields) + name)
+        out.extend(b"\0" * (-len(out) % 4))
+        out.extend(data)
+        out.extend(b"\0" * (-len(out) % 4))
+
+    for ino, name in enumerate(sorted(entries), start=1):
+        record(ino, name, *entries[name])
+    record(0, "TRAILER!!!", 0, b"", (0, 0))
+    return bytes(out)
+
+
+def build(adds):
+    with tempfile.TemporaryDirectory() as scratch:
+        entries = collect(adds, scratch)
+    key = Key("initramfs")
+    # The writer's own source is an input too: changing the format changes
+    # the bytes.
+    key.add_file(__file__)
+    for name in sorted(entries):
+        mode, data, rdev = entries[name]
+        key.add(f"entry:{name}:{mode:o}:{rdev[0]}:{rdev[1]}", data)
+    outdir = cache_root() / "initramfs"
+    outdir.mkdir(exist_ok=True)
+    path = outdir / f"initramfs-{key.hexdigest()}.cpio.gz"
+    if path.is_file():
+        print(f"initramfs: cache hit {path}", file=sys.stderr)
+        return path
+    # mtime=0 and no file name keep the gzip header free of the build time.
+    blob = gzip.compress(newc(entries), compresslevel=9, mtime=0)
+    fd, tmp = tempfile.mkstemp(dir=outdir, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(blob)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, path)
+    print(f"initramfs: built {path}", file=sys.stderr)
+    return path
+
+
+def parse_add(text):
+    host, sep, guest = text.rpartition(":")
+    if not sep or not host or not guest.startswith("/") or guest == "/":
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not HOSTPATH:/ABSOLUTE/GUESTPATH")
+    return host, guest
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--add", type=parse_add, action="append", default=[],
+                        metavar="HOSTPATH:GUESTPATH",
+                        help="also put HOSTPATH at GUESTPATH (repeatable)")
+    parser.add_argument("--print-path", action="store_true",
+                        help="print the initramfs path on stdout")
+    args = parser.parse_args()
+    path = build(args.add)
+    if args.print_path:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Kernel builds: cache keys, rebuilds, patch hygiene, bad input."""
+
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from kernels import REPO, kbuild, kernel_dir
+
+PATCHES = REPO / "kernel-patches"
+FLAVOURS = ("unpatched", "patched")
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def patch_env(tmp_path, edit):
+    """A copy of kernel-patches/ with edit(dir) applied, and an env using it."""
+    copy = tmp_path / "kernel-patches"
+    shutil.copytree(PATCHES, copy)
+    edit(copy)
+    return dict(os.environ, CHKWIN_PATCHES=str(copy))
+
+
+def test_unchanged_inputs_hit_the_cache():
+    first, _ = kbuild(*FLAVOURS)
+    images = {f: sha256(pathlib.Path(first[f]["dir"]) / "Image") for f in FLAVOURS}
+    again, proc = kbuild(*FLAVOURS)
+    for flavour in FLAVOURS:
+        assert again[flavour]["cache"] == "hit"
+        assert again[flavour]["dir"] == first[flavour]["dir"]
+        assert sha256(pathlib.Path(again[flavour]["dir"]) / "Image") == images[flavour]
+    assert "cache hit" in proc.stderr
+
+
+def test_changing_a_patch_rebuilds_only_the_flavours_using_it(tmp_path):
+    def touch_barrier_patch(d):
+        p = next(d.glob("0003-*.patch"))
+        p.write_text(p.read_text().replace(
+            "Not for merging:", "Not for merging (test edit):", 1))
+    env = patch_env(tmp_path, touch_barrier_patch)
+    report, _ = kbuild(*FLAVOURS, env=env)
+    assert report["unpatched"]["cache"] == "hit"
+    assert report["patched"]["cache"] == "built"
+    assert report["patched"]["dir"] != str(kernel_dir("patched"))
+
+
+def test_patch_that_does_not_apply_names_patch_and_version(tmp_path):
+    def break_context(d):
+        p = next(d.glob("0003-*.patch"))
+        p.write_text(p.read_text().replace("-\tdma_rmb();", "-\tdma_rmb_gone();", 1))
+    env = patch_env(tmp_path, break_context)
+    _, proc = kbuild("patched", env=env, check=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert "0003-arm64-io-use-rmb-in-__io_ar.patch does not apply to linux-source-6.1" \
+        in lines[-1]
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_source_package_is_one_line_error(tmp_path):
+    env = dict(os.environ, CHKWIN_KERNEL_SOURCE=str(tmp_path / "absent.tar.xz"),
+               CHKWIN_CACHE=str(tmp_path / "cache"))
+    _, proc = kbuild("unpatched", env=env, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1
+    assert "install linux-source-6.1" in proc.stderr
+
+
+def test_unknown_flavour_is_one_line_error():
+    _, proc = kbuild("nosuch", check=False)
+    assert proc.returncode == 1
+    assert "unknown flavour 'nosuch'" in proc.stderr
+
+
+@pytest.mark.parametrize("patch", sorted(p.name for p in PATCHES.glob("*.patch")))
+def test_patch_is_checkpatch_strict_clean(patch):
+    tree = pathlib.Path(kernel_dir("unpatched")).parent.parent / "src"
+    src = next(tree.glob("linux-source-6.1-*"))
+    proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
+                           str(PATCHES / patch)], cwd=src,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert "total: 0 errors, 0 warnings, 0 checks" in proc.stdout
+
+
+def test_series_files_name_the_flavours():
+    unpatched = (PATCHES / "series.unpatched").read_text().split()
+    patched = (PATCHES / "series.patched").read_text().split()
+    assert patched[:len(unpatched)] == unpatched
+    assert [n[:4] for n in patched] == ["0001", "0002", "0003"]
+
+
+def disassemble(flavour, function):
+    vmlinux = kernel_dir(flavour) / "vmlinux"
+    return subprocess.run(["aarch64-linux-gnu-objdump", "-d",
+                           f"--disassemble={function}", str(vmlinux)],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_read_accessor_barrier_differs_between_flavours():
+    # vp_modern_get_status() is one ioread8(): __io_ar() inlined.
+    unpatched = disassemble("unpatched", "vp_modern_get_status")
+    patched = disassemble("patched", "vp_modern_get_status")
+    assert "dmb\toshld" in unpatched and "dsb\tld" not in unpatched
+    assert "dsb\tld" in patched and "dmb\toshld" not in patched
+
+
+def test_window_is_in_the_symbol_table():
+    for flavour in FLAVOURS:
+        symbols = (kernel_dir(flavour) / "System.map").read_text()
+        for name in ("ext4_chksum", "ext4_chksum_gcc49",
+                     "ext4_chksum_gcc49_window_start",
+                     "ext4_chksum_gcc49_window_end"):
+            assert f" {name}\n" in symbols, (flavour, name)
+    listing = disassemble("unpatched", "ext4_chksum_gcc49")
+    body = [ln.split("\t", 2)[-1] for ln in listing.splitlines() if "\t" in ln]
+    release = next(i for i, ins in enumerate(body) if ins.startswith("mov\tsp, x29"))
+    assert body[release + 1].startswith("b\t")
+    assert body[release + 2].startswith("ldr\tw0, [x19, #8]")
+
+
+def test_cold_build_from_an_empty_cache(tmp_path):
+    env = dict(os.environ, CHKWIN_CACHE=str(tmp_path / "cache"))
+    report, _ = kbuild(*FLAVOURS, env=env)
+    for flavour in FLAVOURS:
+        assert report[flavour]["cache"] == "built"
+        out = pathlib.Path(report[flavour]["dir"])
+        for name in ("Image", "vmlinux", "System.map", "config", "vmlinux.h"):
+            assert (out / name).stat().st_size > 0
+        assert "struct ext4_chksum_desc" in (out / "vmlinux.h").read_text() or \
+            "enum ext4_chksum_caller" in (out / "vmlinux.h").read_text()
+    shutil.rmtree(tmp_path / "cache")
