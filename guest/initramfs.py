@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-from cachedir import Key, cache_root, die
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from cachedir import Key, cache_root, die  # noqa: E402
 
 GUEST_DIR = pathlib.Path(__file__).resolve().parent
 WORKLOADS = GUEST_DIR / "workloads"
@@ -123,8 +124,8 @@ def collect(adds, scratch):
         parts = guest.split("/")
         for i in range(1, len(parts)):
             parent = "/".join(parts[:i])
-            if entries.setdefault(parent, (stat.S_IFDIR | 0o755, b"", (0, 0)))[0] \
-                    & stat.S_IFMT(-1) != stat.S_IFDIR:
+            mode = entries.setdefault(parent, (stat.S_IFDIR | 0o755, b"", (0, 0)))[0]
+            if not stat.S_ISDIR(mode):
                 die(f"{parent!r} in the initramfs is not a directory")
         entries[guest] = (mode, data, rdev)
 
