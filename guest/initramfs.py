@@ -124,8 +124,8 @@ def collect(adds, scratch):
         parts = guest.split("/")
         for i in range(1, len(parts)):
             parent = "/".join(parts[:i])
-            mode = entries.setdefault(parent, (stat.S_IFDIR | 0o755, b"", (0, 0)))[0]
-            if not stat.S_ISDIR(mode):
+            kind = entries.setdefault(parent, (stat.S_IFDIR | 0o755, b"", (0, 0)))[0]
+            if not stat.S_ISDIR(kind):
                 die(f"{parent!r} in the initramfs is not a directory")
         entries[guest] = (mode, data, rdev)
 

@@ -65,10 +65,12 @@ def watch(proc, console, timeout):
     while True:
         try:
             proc.wait(timeout=0.5)
-            return "exited"
+            exited = True
         except subprocess.TimeoutExpired:
-            pass
+            exited = False
         text = console.read_text(errors="replace") if console.exists() else ""
+        if exited:
+            return "panic" if PANIC_RE.search(text) else "exited"
         if PANIC_RE.search(text):
             # panic=-1 reboots and -no-reboot exits; give it a moment.
             try:
