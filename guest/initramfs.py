@@ -99,12 +99,12 @@ def loadgen_binary():
     outdir = cache_root() / "loadgen" / key.hexdigest()
     if not (outdir / "loadgen").is_file():
         outdir.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=outdir.parent) as tmp:
-            run(["make", "-C", str(WORKLOADS), f"OUT={tmp}"], "building loadgen")
-            if not (pathlib.Path(tmp) / "loadgen").is_file():
-                die(f"make -C {WORKLOADS} produced no loadgen")
-            os.replace(tmp, outdir)
-            os.mkdir(tmp)  # TemporaryDirectory wants something to remove
+        # Built aside and renamed, so a failed build is never a cache hit.
+        tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
+        run(["make", "-C", str(WORKLOADS), f"OUT={tmp}"], "building loadgen")
+        if not os.path.isfile(os.path.join(tmp, "loadgen")):
+            die(f"make -C {WORKLOADS} produced no loadgen")
+        os.replace(tmp, outdir)
     return (outdir / "loadgen").read_bytes()
 
 

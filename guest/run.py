@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Boot a chkwin kernel in qemu-system-aarch64 and run one scenario.
 
-Everything the run produces stays in --out: console.log (the serial
-console, written by QEMU itself so it survives a kill), results.bin (the
-virtio-serial results port), cmdline.txt and status.json.  A watchdog
-kills a guest that hangs or panics, keeps the console, and says why in one
-line; otherwise the exit status is the scenario's.
+Everything the run produces stays in --out, which must be new or empty so
+that no earlier run is overwritten: console.log (the serial console,
+written by QEMU itself so it survives a kill), results.bin (the
+virtio-serial results port), qemu.log (QEMU's own messages), cmdline.txt
+and status.json.  A watchdog kills a guest that hangs or panics, keeps the
+console, and says why in one line; otherwise the exit status is the
+scenario's.
 """
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -26,14 +29,20 @@ EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
 PANIC_RE = re.compile(r"^.*Kernel panic - not syncing.*$", re.M)
 UPTIME_RE = re.compile(r"^\[\s*(\d+\.\d+)\]", re.M)
+# The scenario goes on the kernel command line as one word.
+SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def helper_output(script, *args):
+    """The last stdout line of another guest/ script (it prints a path)."""
+    # Its stderr is kept back so that ours carries our own verdict only.
     proc = subprocess.run([PY, str(GUEST / script), *args],
                           capture_output=True, text=True)
-    if proc.returncode != 0:
-        die(f"{script} failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return proc.stdout.strip().splitlines()[-1]
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        die(f"guest/{script} {' '.join(args)} failed: {why}")
+    return lines[-1]
 
 
 def qemu_command(args, kernel, initramfs, disk, out):
@@ -59,6 +68,26 @@ def qemu_command(args, kernel, initramfs, disk, out):
     return cmd
 
 
+class Console:
+    """console.log as QEMU writes it; new bytes are echoed with -v."""
+
+    def __init__(self, path, echo):
+        self.path, self.echo, self.seen = path, echo, 0
+
+    def text(self):
+        data = self.path.read_bytes() if self.path.exists() else b""
+        if self.echo and len(data) > self.seen:
+            sys.stdout.buffer.write(data[self.seen:])
+            sys.stdout.flush()
+        self.seen = len(data)
+        return data.decode(errors="replace")
+
+
+def stop(proc):
+    proc.kill()
+    proc.wait()
+
+
 def watch(proc, console, timeout):
     """Wait for QEMU; return 'exited', 'hang' or 'panic'."""
     deadline = time.monotonic() + timeout
@@ -68,44 +97,68 @@ def watch(proc, console, timeout):
             exited = True
         except subprocess.TimeoutExpired:
             exited = False
-        text = console.read_text(errors="replace") if console.exists() else ""
+        text = console.text()
         if exited:
             return "panic" if PANIC_RE.search(text) else "exited"
         if PANIC_RE.search(text):
-            # panic=-1 reboots and -no-reboot exits; give it a moment.
+            # panic=-1 reboots and -no-reboot exits; give it a moment so
+            # that the backtrace reaches the console.
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                stop(proc)
+            console.text()
             return "panic"
         if time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
+            stop(proc)
+            console.text()
             return "hang"
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+    def positive(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+
+    def scenario(text):
+        if not SCENARIO_RE.match(text):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a scenario name (letters, digits, ._-)")
+        return text
+
     ap.add_argument("--flavour", choices=["unpatched", "patched"],
                     default="unpatched")
-    ap.add_argument("--scenario", required=True)
-    ap.add_argument("--duration", type=int, default=10,
+    ap.add_argument("--scenario", type=scenario, required=True)
+    ap.add_argument("--duration", type=positive, default=10,
                     help="guest seconds the scenario runs")
-    ap.add_argument("--smp", type=int, default=2)
-    ap.add_argument("--mem", type=int, default=1024, help="MiB")
+    ap.add_argument("--smp", type=positive, default=2)
+    ap.add_argument("--mem", type=positive, default=1024, help="MiB")
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--kernel", type=pathlib.Path)
     ap.add_argument("--initramfs", type=pathlib.Path)
     ap.add_argument("--disk", type=pathlib.Path)
-    ap.add_argument("--timeout", type=float,
+    ap.add_argument("--timeout", type=positive,
                     help="wall seconds before the guest counts as hung "
-                         "(default: 4 x duration + 120)")
+                         "(default: 4 x duration + 120, x10 with --singlestep)")
     ap.add_argument("--singlestep", action="store_true",
                     help="one instruction per TCG block (slow, hardware-like)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="echo the guest console on stdout")
     ap.add_argument("--out", type=pathlib.Path, required=True)
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def main():
+    args = parse_args()
+    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        die(f"--out {args.out} exists and is not an empty directory")
     kernel = args.kernel or pathlib.Path(helper_output(
         "kbuild.py", "--flavour", args.flavour, "--print-dir")) / "Image"
     initramfs = args.initramfs or helper_output("initramfs.py", "--print-path")
@@ -115,48 +168,61 @@ def main():
         if not pathlib.Path(path).is_file():
             die(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)
-    console = args.out / "console.log"
+    console = Console(args.out / "console.log", args.verbose)
     cmd = qemu_command(args, kernel, initramfs, disk, args.out)
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
-    timeout = args.timeout or 4 * args.duration + 120
+    # TCG is slow, and -singlestep about 17 times slower again (FACTS.md).
+    timeout = args.timeout or (4 * args.duration + 120) * (
+        10 if args.singlestep else 1)
 
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-    except FileNotFoundError:
-        die("qemu-system-aarch64 not found: install qemu-system-arm (make deps)")
-    ending = watch(proc, console, timeout)
-    qemu_err = proc.stderr.read().decode(errors="replace").strip()
-    text = console.read_text(errors="replace") if console.exists() else ""
+    # QEMU's messages go to a file: a pipe nobody reads could fill and stall it.
+    with open(args.out / "qemu.log", "wb") as qemu_log:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                    stdout=qemu_log, stderr=qemu_log)
+        except FileNotFoundError:
+            die("qemu-system-aarch64 not found: install qemu-system-arm "
+                "(make deps)")
+        try:
+            ending = watch(proc, console, timeout)
+        finally:
+            # Interrupted (^C, SIGTERM): leave no guest running behind us.
+            if proc.poll() is None:
+                stop(proc)
+    text = console.text()
     statuses = STATUS_RE.findall(text)
     uptimes = UPTIME_RE.findall(text)
     status = {"flavour": args.flavour, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
+              "singlestep": args.singlestep,
               "ending": ending, "qemu_exit": proc.returncode,
               "scenario_status": int(statuses[-1]) if statuses else None,
               "wall_seconds": round(time.monotonic() - start, 1),
               "guest_uptime": float(uptimes[-1]) if uptimes else None,
               "checksum_invalid": text.count("iget: checksum invalid")}
-    (args.out / "status.json").write_text(json.dumps(status, indent=2) + "\n")
+    tmp = args.out / ".status.json.tmp"
+    tmp.write_text(json.dumps(status, indent=2) + "\n")
+    os.replace(tmp, args.out / "status.json")
 
     if ending == "hang":
-        print(f"run: error: guest hung: no poweroff within {timeout:.0f} s "
-              f"(console: {console})", file=sys.stderr)
+        print(f"run: error: guest hung: no poweroff within {timeout} s "
+              f"(console: {console.path})", file=sys.stderr)
         sys.exit(EXIT_HANG)
     if ending == "panic":
         line = PANIC_RE.search(text).group(0).strip()
         print(f"run: error: guest panicked: {line}", file=sys.stderr)
         sys.exit(EXIT_PANIC)
     if status["scenario_status"] is None:
-        why = qemu_err.splitlines()[-1] if qemu_err else f"exit {proc.returncode}"
-        print(f"run: error: guest stopped without a status ({why}; "
-              f"console: {console})", file=sys.stderr)
+        qemu_err = (args.out / "qemu.log").read_text(errors="replace").strip()
+        why = qemu_err.splitlines()[-1] if qemu_err else \
+            f"QEMU exited {proc.returncode}"
+        print(f"run: error: guest stopped without a CHKWIN-STATUS line "
+              f"({why}; console: {console.path})", file=sys.stderr)
         sys.exit(EXIT_NO_STATUS)
     if status["scenario_status"] != 0:
         print(f"run: error: scenario {args.scenario} exited "
-              f"{status['scenario_status']} (console: {console})",
+              f"{status['scenario_status']} (console: {console.path})",
               file=sys.stderr)
     sys.exit(status["scenario_status"])
 
