@@ -47,16 +47,24 @@ static int xfer(int fd, char *buf, size_t len, int out)
 	return 0;
 }
 
-static void *sender(void *arg)
+static char *message_buffer(struct pair *p)
 {
-	struct pair *p = arg;
 	char *buf = calloc(1, p->msg_bytes);
 
 	if (!buf) {
 		perror("loadgen: calloc");
 		p->failed = 1;
-		return NULL;
 	}
+	return buf;
+}
+
+static void *sender(void *arg)
+{
+	struct pair *p = arg;
+	char *buf = message_buffer(p);
+
+	if (!buf)
+		return NULL;
 	while (now() < p->deadline) {
 		if (xfer(p->ping[1], buf, p->msg_bytes, 1) ||
 		    xfer(p->pong[0], buf, p->msg_bytes, 0)) {
@@ -75,13 +83,10 @@ static void *sender(void *arg)
 static void *receiver(void *arg)
 {
 	struct pair *p = arg;
-	char *buf = calloc(1, p->msg_bytes);
+	char *buf = message_buffer(p);
 
-	if (!buf) {
-		perror("loadgen: calloc");
-		p->failed = 1;
+	if (!buf)
 		return NULL;
-	}
 	while (!xfer(p->ping[0], buf, p->msg_bytes, 0)) {
 		if (xfer(p->pong[1], buf, p->msg_bytes, 1)) {
 			perror("loadgen: receiver pipe");
