@@ -45,7 +45,7 @@ demo: deps kernels
 	$(PY) guest/lab_demo.py --duration $(DURATION) --smp $(SMP) --mem $(MEM)
 
 bench: deps kernels
-	$(PY) bench/lab_bench.py
+	$(PY) bench/lab_bench.py --out bench/RESULTS.md
 
 clean-results:
 	rm -rf results

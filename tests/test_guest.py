@@ -1,7 +1,9 @@
 """The lab's guests boot, are what they claim, and fail loudly."""
 
 import hashlib
+import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -10,60 +12,71 @@ from guest import boot
 from kernels import PY, REPO, kernel_dir
 
 FLAVOURS = ("unpatched", "patched")
+WINDOW_SYMBOLS = ["ext4_chksum_gcc49_window_end", "ext4_chksum_gcc49_window_start"]
 
 
-def testdisk():
-    return pathlib.Path(subprocess.run(
-        [PY, str(REPO / "guest/testdisk.py"), "--print-path"],
-        capture_output=True, text=True, check=True).stdout.strip())
+def helper_path(script, env=None):
+    proc = subprocess.run([PY, str(REPO / "guest" / script), "--print-path"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return pathlib.Path(proc.stdout.strip())
 
 
+@pytest.mark.parametrize("window", ("off", "gcc49"))
 @pytest.mark.parametrize("flavour", FLAVOURS)
-def test_lab_check(flavour, tmp_path):
-    run = boot(tmp_path, flavour, "lab-check", "--duration", "1")
+def test_lab_check(flavour, window, tmp_path):
+    extra = ["--append", "ext4.chksum_window=gcc49"] if window == "gcc49" else []
+    run = boot(tmp_path, flavour, "lab-check", "--duration", "1", *extra)
     assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
     assert run.fields("uname")[0].endswith(f"-chkwin-{flavour}")
-    assert run.fields("chksum_window") == ["off"]
+    assert run.fields("chksum_window") == [window]
     assert sorted(run.fields("tracepoint")) == [
         "ext4_chksum_begin", "ext4_chksum_end", "ext4_inode_csum_verify"]
-    system_map = (kernel_dir(flavour) / "System.map").read_text().splitlines()
+    # No KASLR: the guest's addresses are System.map's, so host-side pcs
+    # can be resolved with it.
+    system_map = {}
+    for line in (kernel_dir(flavour) / "System.map").read_text().splitlines():
+        addr, _, name = line.split(maxsplit=2)
+        system_map[name] = addr
+    seen = {}
     for line in run.fields("kallsyms"):
-        addr, kind, name = line.split()
-        assert f"{addr} {kind.lower()} {name}" in system_map or \
-            f"{addr} {kind} {name}" in system_map
-    assert len(run.fields("kallsyms")) == 2
+        addr, _, name = line.split()
+        seen[name] = addr
+    assert sorted(seen) == WINDOW_SYMBOLS
+    for name, addr in seen.items():
+        assert addr == system_map[name], name
     assert run.status["ending"] == "exited"
-
-
-def test_window_parameter_reaches_the_kernel(tmp_path):
-    run = boot(tmp_path, "unpatched", "lab-check", "--duration", "1",
-               "--append", "ext4.chksum_window=gcc49")
-    assert run.proc.returncode == 0, run.proc.stderr
-    assert run.fields("chksum_window") == ["gcc49"]
+    assert run.status["scenario_status"] == 0
+    assert (tmp_path / "results.bin").read_bytes() == b"CHKWIN-STATUS 0\n"
 
 
 def test_hung_guest_is_killed_and_console_kept(tmp_path):
     run = boot(tmp_path, "unpatched", "hang", "--duration", "1",
-               "--timeout", "40")
+               "--timeout", "30")
     assert run.proc.returncode == 124
-    assert run.proc.stderr.startswith("run: error: guest hung")
-    assert run.proc.stderr.count("\n") == 1
+    assert run.proc.stderr == ("run: error: guest hung: no poweroff within "
+                               f"30 s (console: {tmp_path}/console.log)\n")
     assert "Linux version" in run.console
+    assert "hang: sleeping forever" in run.console
     assert run.status["ending"] == "hang"
+    assert (tmp_path / "cmdline.txt").read_text().startswith("qemu-system-aarch64 ")
 
 
 def test_panicking_guest_is_reported(tmp_path):
     run = boot(tmp_path, "unpatched", "panic", "--timeout", "120")
     assert run.proc.returncode == 125
-    assert "run: error: guest panicked: " in run.proc.stderr
+    assert run.proc.stderr.startswith("run: error: guest panicked: ")
     assert "Attempted to kill init" in run.proc.stderr
+    assert run.proc.stderr.count("\n") == 1
     assert "Kernel panic" in run.console
+    assert run.status["ending"] == "panic"
 
 
 def test_unknown_scenario_is_127(tmp_path):
     run = boot(tmp_path, "unpatched", "no-such-scenario")
     assert run.proc.returncode == 127
     assert "unknown scenario 'no-such-scenario'" in run.console
+    assert run.status["scenario_status"] == 127
 
 
 def test_bad_flag_is_rejected(tmp_path):
@@ -72,11 +85,32 @@ def test_bad_flag_is_rejected(tmp_path):
     assert "invalid int value" in run.proc.stderr
 
 
+def test_earlier_results_are_never_overwritten(tmp_path):
+    (tmp_path / "console.log").write_text("an earlier run\n")
+    run = boot(tmp_path, "unpatched", "lab-check")
+    assert run.proc.returncode == 1
+    assert "not an empty directory" in run.proc.stderr
+    assert (tmp_path / "console.log").read_text() == "an earlier run\n"
+
+
+def test_initramfs_is_byte_identical_when_built_twice(tmp_path):
+    """A second cache makes the second build a real one, not a cache hit;
+    the busybox .deb is copied over so that no download is needed."""
+    first = helper_path("initramfs.py")
+    shutil.copytree(first.parent.parent / "debs", tmp_path / "debs")
+    second = helper_path("initramfs.py",
+                         env=dict(os.environ, CHKWIN_CACHE=str(tmp_path)))
+    assert second.parent == tmp_path / "initramfs"
+    assert second.name == first.name
+    assert second.read_bytes() == first.read_bytes()
+
+
 def test_runs_never_change_the_test_disk(tmp_path):
-    disk = testdisk()
+    disk = helper_path("testdisk.py")
     before = hashlib.sha256(disk.read_bytes()).hexdigest()
     run = boot(tmp_path, "patched", "rk-loop", "--duration", "5")
     assert run.proc.returncode == 0, run.proc.stderr
     assert int(run.fields("passes")[0]) >= 1
+    assert run.fields("checksum-invalid") == ["0"]
     assert hashlib.sha256(disk.read_bytes()).hexdigest() == before
     assert disk.stat().st_mode & 0o222 == 0

@@ -5,14 +5,16 @@ import json
 import os
 import pathlib
 import subprocess
+import time
 
 from kernels import PY, REPO
 
 
-def build(cache, *args):
+def build(cache, *args, umask=0o022):
     proc = subprocess.run([PY, str(REPO / "guest/testdisk.py"), "--print-path",
                            *args], capture_output=True, text=True,
-                          env=dict(os.environ, CHKWIN_CACHE=str(cache)))
+                          env=dict(os.environ, CHKWIN_CACHE=str(cache)),
+                          preexec_fn=lambda: os.umask(umask))
     assert proc.returncode == 0, proc.stderr
     return pathlib.Path(proc.stdout.strip()), proc.stderr
 
@@ -23,7 +25,9 @@ def digest(path):
 
 def test_same_parameters_give_identical_bytes(tmp_path):
     a, _ = build(tmp_path / "a", "--files", "300")
-    b, _ = build(tmp_path / "b", "--files", "300")
+    # Another second and another umask: host ctimes and modes must not leak in.
+    time.sleep(1.1)
+    b, _ = build(tmp_path / "b", "--files", "300", umask=0o002)
     assert digest(a) == digest(b)
     c, _ = build(tmp_path / "c", "--files", "300", "--seed", "7")
     assert digest(c) != digest(a)
