@@ -5,6 +5,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import uuid
 
 import pytest
 
@@ -38,15 +39,24 @@ def test_unchanged_inputs_hit_the_cache():
 
 
 def test_changing_a_patch_rebuilds_only_the_flavours_using_it(tmp_path):
+    # A fresh token each run, so that no earlier run's output is a hit.
+    token = uuid.uuid4().hex
+
     def touch_barrier_patch(d):
         p = next(d.glob("0003-*.patch"))
         p.write_text(p.read_text().replace(
-            "Not for merging:", "Not for merging (test edit):", 1))
+            "Not for merging:", f"Not for merging (test edit {token}):", 1))
     env = patch_env(tmp_path, touch_barrier_patch)
     report, _ = kbuild(*FLAVOURS, env=env)
-    assert report["unpatched"]["cache"] == "hit"
-    assert report["patched"]["cache"] == "built"
-    assert report["patched"]["dir"] != str(kernel_dir("patched"))
+    rebuilt = pathlib.Path(report["patched"]["dir"])
+    try:
+        assert report["unpatched"]["cache"] == "hit"
+        assert report["unpatched"]["dir"] == str(kernel_dir("unpatched"))
+        assert report["patched"]["cache"] == "built"
+        assert rebuilt != kernel_dir("patched")
+        assert (rebuilt / "Image").stat().st_size > 0
+    finally:
+        shutil.rmtree(rebuilt, ignore_errors=True)
 
 
 def test_patch_that_does_not_apply_names_patch_and_version(tmp_path):
