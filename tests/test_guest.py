@@ -52,10 +52,10 @@ def test_lab_check(flavour, window, tmp_path):
 
 def test_hung_guest_is_killed_and_console_kept(tmp_path):
     run = boot(tmp_path, "unpatched", "hang", "--duration", "1",
-               "--timeout", "30")
+               "--timeout", "15")
     assert run.proc.returncode == 124
     assert run.proc.stderr == ("run: error: guest hung: no poweroff within "
-                               f"30 s (console: {tmp_path}/console.log)\n")
+                               f"15 s (console: {tmp_path}/console.log)\n")
     assert "Linux version" in run.console
     assert "hang: sleeping forever" in run.console
     assert run.status["ending"] == "hang"
