@@ -14,6 +14,7 @@ import os
 import pathlib
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,10 +32,13 @@ def log(msg):
 
 
 def tool_version():
-    try:
-        proc = subprocess.run(["mke2fs", "-V"], capture_output=True, text=True)
-    except FileNotFoundError:
-        die("mke2fs not found: install e2fsprogs (make deps)")
+    """mke2fs's version; first make sure every e2fsprogs tool used is there
+    (they live in sbin, which a non-root PATH may lack)."""
+    os.environ["PATH"] += os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
+    for tool in ("mke2fs", "debugfs", "dumpe2fs"):
+        if shutil.which(tool) is None:
+            die(f"{tool} not found: install e2fsprogs (make deps)")
+    proc = subprocess.run(["mke2fs", "-V"], capture_output=True, text=True)
     return proc.stderr.splitlines()[0]
 
 
