@@ -9,6 +9,7 @@ inputs, so unchanged inputs find the old product and changed ones miss.
 import hashlib
 import os
 import pathlib
+import subprocess
 import sys
 
 
@@ -47,3 +48,19 @@ def die(msg):
     """One line on stderr, exit status 1: the project's error convention."""
     print(f"{pathlib.Path(sys.argv[0]).name}: error: {msg}", file=sys.stderr)
     sys.exit(1)
+
+
+def run_or_die(cmd, what, **kw):
+    """Run cmd in text mode; if it cannot start or fails, die naming what
+    failed and its last line of output.  stdout is captured unless the
+    caller redirects it; the CompletedProcess is returned."""
+    kw.setdefault("stdout", subprocess.PIPE)
+    try:
+        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, **kw)
+    except FileNotFoundError:
+        die(f"{what}: {cmd[0]} not found")
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+        die(f"{what} failed (exit {proc.returncode}): "
+            f"{lines[-1] if lines else 'no message'}")
+    return proc

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die  # noqa: E402
+from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
 
 GUEST_DIR = pathlib.Path(__file__).resolve().parent
 WORKLOADS = GUEST_DIR / "workloads"
@@ -34,19 +34,6 @@ APPLETS = """
 # mounted, or the kernel gives init no stdin/stdout.
 DIRS = ["dev", "proc", "sys", "tmp", "mnt/test"]
 CONSOLE = ("dev/console", stat.S_IFCHR | 0o600, (5, 1))
-
-
-def run(cmd, what, **kw):
-    """Run a helper command; its stdout goes to our stderr so that
-    --print-path keeps stdout for the path alone."""
-    try:
-        proc = subprocess.run(cmd, stdout=sys.stderr, stderr=subprocess.PIPE,
-                              text=True, **kw)
-    except FileNotFoundError:
-        die(f"{what}: {cmd[0]} not found")
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        die(f"{what} failed (exit {proc.returncode}): {last}")
 
 
 def busybox_deb():
@@ -67,8 +54,10 @@ def busybox_deb():
     # Download into a scratch directory so a failed fetch leaves no
     # partial .deb behind to be mistaken for a cached one.
     with tempfile.TemporaryDirectory(dir=debs) as tmp:
-        run(["apt-get", "download", "busybox-static:arm64"],
-            "apt-get download busybox-static:arm64", cwd=tmp)
+        # stdout to stderr: --print-path keeps stdout for the path alone
+        run_or_die(["apt-get", "download", "busybox-static:arm64"],
+                   "apt-get download busybox-static:arm64", cwd=tmp,
+                   stdout=sys.stderr)
         got = list(pathlib.Path(tmp).glob("busybox-static_*_arm64.deb"))
         if len(got) != 1:
             die("apt-get download busybox-static:arm64 gave no .deb")
@@ -81,7 +70,8 @@ def busybox_binary(scratch):
     """Unpack the .deb into scratch; unpacking is cheap, so it is not cached."""
     deb = busybox_deb()
     out = pathlib.Path(scratch) / "busybox-deb"
-    run(["dpkg-deb", "-x", str(deb), str(out)], f"dpkg-deb -x {deb}")
+    run_or_die(["dpkg-deb", "-x", str(deb), str(out)], f"dpkg-deb -x {deb}",
+               stdout=sys.stderr)
     binary = out / "bin" / "busybox"
     if not binary.is_file():
         die(f"{deb} has no bin/busybox")
@@ -100,7 +90,8 @@ def loadgen_binary():
         outdir.parent.mkdir(parents=True, exist_ok=True)
         # Built aside and renamed, so a failed build is never a cache hit.
         tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
-        run(["make", "-C", str(WORKLOADS), f"OUT={tmp}"], "building loadgen")
+        run_or_die(["make", "-C", str(WORKLOADS), f"OUT={tmp}"],
+                   "building loadgen", stdout=sys.stderr)
         if not os.path.isfile(os.path.join(tmp, "loadgen")):
             die(f"make -C {WORKLOADS} produced no loadgen")
         os.replace(tmp, outdir)

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die  # noqa: E402
+from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SOURCE_PACKAGE = "linux-source-6.1"
@@ -36,26 +36,18 @@ def log(msg):
     print(f"kbuild: {msg}", file=sys.stderr, flush=True)
 
 
-def run(cmd, what, **kw):
-    """Run cmd; on failure die naming what failed and its last output line."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        die(f"{what} failed: {lines[-1] if lines else 'exit %d' % proc.returncode}")
-    return proc.stdout
-
-
 def source_version():
     if not TARBALL.exists():
         die(f"{TARBALL} is missing: install {SOURCE_PACKAGE} (make deps)")
-    return run(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
-               f"dpkg-query {SOURCE_PACKAGE}").strip()
+    return run_or_die(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
+                      f"dpkg-query {SOURCE_PACKAGE}").stdout.strip()
 
 
 def compiler_version():
     if shutil.which(CROSS + "gcc") is None:
         die(f"{CROSS}gcc not found: install gcc-aarch64-linux-gnu (make deps)")
-    return run([CROSS + "gcc", "--version"], "cross gcc").splitlines()[0]
+    return run_or_die([CROSS + "gcc", "--version"],
+                      "cross gcc").stdout.splitlines()[0]
 
 
 def read_series(patches_dir, flavour):
@@ -158,9 +150,9 @@ def configure(tree, fragment, flavour):
     """allnoconfig + fragment + LOCALVERSION; every fragment line must hold."""
     local = tree / ".chkwin-localversion.config"
     local.write_text(f'CONFIG_LOCALVERSION="-chkwin-{flavour}"\n')
-    run(["scripts/kconfig/merge_config.sh", "-n", str(fragment), str(local)],
-        "merge_config.sh", cwd=tree,
-        env=dict(os.environ, ARCH="arm64", CROSS_COMPILE=CROSS))
+    run_or_die(["scripts/kconfig/merge_config.sh", "-n", str(fragment),
+                str(local)], "merge_config.sh", cwd=tree,
+               env=dict(os.environ, ARCH="arm64", CROSS_COMPILE=CROSS))
     config = (tree / ".config").read_text().splitlines()
     for line in fragment.read_text().splitlines() + local.read_text().splitlines():
         if line.startswith("CONFIG_") and line not in config:
