@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * chkwin.bpf.c: where interrupts land relative to ext4 checksum work.
+ *
+ * Checksum calls are bracketed per CPU (lab tracepoints, or kprobes on the
+ * crc32c shash update on kernels without them); every hardirq arrival is
+ * classified in the kernel by the instruction it interrupted; inode
+ * verdicts, iget results, softirqs and block requests give the context.
+ * Counters and histograms stay in per-CPU maps so that a long run is cheap;
+ * records go through one ring buffer and every failed reserve is counted.
+ * The loader picks one program per probe (see loader/probe.c) and turns
+ * the others off before load.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "chkwin.h"
+
+#define IRQ_NONE_RET	0
+#define MAX_ERRNO	4095
+#define EBADMSG		74	/* ext4: EFSBADCRC */
+#define STACK_DEPTH	32	/* FACTS.md: 16 frames miss the fasteoi path */
+#define NR_SOFTIRQS_MAX	16
+
+/* Settings, filled in by the loader between open and load. */
+const volatile int target_cpu = -1;
+const volatile bool emit_records = true;
+const volatile __u64 func_start[CHKWIN_FUNCS];
+const volatile __u64 func_end[CHKWIN_FUNCS];
+const volatile __u64 window_start;	/* both inclusive */
+const volatile __u64 window_end;
+const volatile __u64 el1_irq_start;	/* stack fallback: exception vectors */
+const volatile __u64 el1_irq_end;
+const volatile __u64 el0_irq_start;
+const volatile __u64 el0_irq_end;
+const volatile int rq_issue_arg;	/* block_rq_issue: (q, rq) before 5.11 */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CHKWIN_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CHKWIN_HIST_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u64);
+} hist SEC(".maps");
+
+/* The checksum computation running on this CPU, if any. */
+struct inflight {
+	__u64 begin;
+	__u64 desc;		/* fallback: the shash_desc being updated */
+	__u32 seed;
+	__u32 length;
+	__u32 dev;
+	__u16 caller;
+	__u16 irqs;
+	__u8 active;
+	__u8 window_hit;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct inflight);
+} inflights SEC(".maps");
+
+/* The hardirq arrival being handled on this CPU, entry to exit. */
+struct arrival {
+	__u64 ts;
+	__u64 pc;
+	__u64 sp;
+	__u32 irq;
+	__u16 offset;
+	__u8 class;
+	__u8 el;
+	__u8 func;
+	__u8 active;
+	__u8 in_chksum;
+	char ipi[CHKWIN_IPI_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct arrival);
+} arrivals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[STACK_DEPTH]);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NR_SOFTIRQS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} softirq_begin SEC(".maps");
+
+struct iget_args {
+	__u64 ino;
+	__u32 dev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct iget_args);
+} iget_calls SEC(".maps");
+
+static const __u32 zero;
+
+static __always_inline bool cpu_wanted(void)
+{
+	return target_cpu < 0 || bpf_get_smp_processor_id() == (__u32)target_cpu;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline struct chkwin_rec *reserve(enum chkwin_probe probe, __u8 type)
+{
+	struct chkwin_rec *r;
+
+	if (!emit_records)
+		return NULL;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count(CHKWIN_CNT_LOST + probe);
+		return NULL;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->h.type = type;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.tid = (__u32)bpf_get_current_pid_tgid();
+	r->h.ts = bpf_ktime_get_ns();
+	return r;
+}
+
+/* Which checksum function (if any) holds pc, and where in it. */
+struct place {
+	__u8 class;
+	__u8 func;
+	__u16 offset;
+};
+
+static __always_inline struct place classify(__u64 pc, __u8 el)
+{
+	struct place p = { CHKWIN_CLASS_KERNEL, CHKWIN_FUNC_NONE, 0 };
+	int f;
+
+	if (el == 0) {
+		p.class = CHKWIN_CLASS_USER;
+		return p;
+	}
+	for (f = 0; f < CHKWIN_FUNCS; f++) {
+		if (func_start[f] && pc >= func_start[f] && pc < func_end[f]) {
+			p.func = f;
+			p.offset = pc - func_start[f];
+			p.class = CHKWIN_CLASS_CHKSUM;
+		}
+	}
+	if (window_start && pc >= window_start && pc <= window_end)
+		p.class = CHKWIN_CLASS_WINDOW;
+	return p;
+}
+
+static __always_inline void hist_add(enum chkwin_hist_source src, struct place p)
+{
+	__u32 slot = p.offset / 4, idx;
+	__u64 *v;
+
+	if (p.func >= CHKWIN_FUNCS || slot >= CHKWIN_HIST_SLOTS)
+		return;
+	idx = (src * CHKWIN_FUNCS + p.func) * CHKWIN_HIST_SLOTS + slot;
+	v = bpf_map_lookup_elem(&hist, &idx);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+/* Checksum brackets, shared by the tracepoint and the fallback programs. */
+
+static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
+					 __u32 length, __u64 desc)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+
+	if (!f)
+		return;
+	if (f->active)
+		count(CHKWIN_CNT_CHKSUM_NESTED);
+	f->begin = bpf_ktime_get_ns();
+	f->desc = desc;
+	f->seed = seed;
+	f->length = length;
+	f->dev = dev;
+	f->caller = caller;
+	f->irqs = 0;
+	f->window_hit = 0;
+	f->active = 1;
+}
+
+static __always_inline void chksum_end(__u32 result)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct chkwin_rec *r;
+
+	if (!f || !f->active)
+		return;
+	f->active = 0;
+	count(CHKWIN_CNT_CHKSUM);
+	if (f->window_hit)
+		count(CHKWIN_CNT_CHKSUM_WINDOW);
+	r = reserve(CHKWIN_PROBE_CHKSUM, CHKWIN_REC_CHKSUM);
+	if (!r)
+		return;
+	r->h.flags = f->window_hit ? CHKWIN_F_WINDOW_HIT : 0;
+	r->chksum.end_ns = r->h.ts;
+	r->h.ts = f->begin;
+	r->chksum.seed = f->seed;
+	r->chksum.length = f->length;
+	r->chksum.result = result;
+	r->chksum.dev = f->dev;
+	r->chksum.caller = f->caller;
+	r->chksum.irqs = f->irqs;
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/ext4_chksum_begin")
+int BPF_PROG(chksum_begin_tp, struct super_block *sb, int caller, u32 seed,
+	     unsigned int length)
+{
+	if (cpu_wanted())
+		chksum_begin(BPF_CORE_READ(sb, s_dev), caller, seed, length, 0);
+	return 0;
+}
+
+SEC("tp_btf/ext4_chksum_end")
+int BPF_PROG(chksum_end_tp, struct super_block *sb, int caller, u32 seed,
+	     unsigned int length, u32 result)
+{
+	if (cpu_wanted())
+		chksum_end(result);
+	return 0;
+}
+
+/* Fallback: crc32c's shash update keeps the running CRC in the desc. */
+static __always_inline __u32 shash_crc(struct shash_desc *desc)
+{
+	__u32 crc = 0;
+
+	bpf_probe_read_kernel(&crc, sizeof(crc), (void *)desc +
+			      bpf_core_field_offset(struct shash_desc, __ctx));
+	return crc;
+}
+
+SEC("kprobe/chksum_update")
+int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
+	       unsigned int length)
+{
+	if (cpu_wanted())
+		chksum_begin(0, CHKWIN_CALLER_UNKNOWN, shash_crc(desc), length,
+			     (__u64)desc);
+	return 0;
+}
+
+SEC("kretprobe/chksum_update")
+int BPF_KRETPROBE(chksum_update_return)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+
+	if (f && f->active && cpu_wanted())
+		chksum_end(shash_crc((struct shash_desc *)f->desc));
+	return 0;
+}
+
+SEC("tp_btf/ext4_inode_csum_verify")
+int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
+{
+	struct chkwin_rec *r;
+
+	if (!cpu_wanted())
+		return 0;
+	count(CHKWIN_CNT_VERIFY);
+	if (stored != computed)
+		count(CHKWIN_CNT_VERIFY_BAD);
+	r = reserve(CHKWIN_PROBE_VERIFY, CHKWIN_REC_VERIFY);
+	if (!r)
+		return 0;
+	r->h.flags = stored != computed ? CHKWIN_F_MISMATCH : 0;
+	r->verify.ino = BPF_CORE_READ(inode, i_ino);
+	r->verify.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	r->verify.stored = stored;
+	r->verify.computed = computed;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
+{
+	__s64 err = (__u64)ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
+	struct chkwin_rec *r;
+
+	count(CHKWIN_CNT_IGET);
+	if (err == -EBADMSG)
+		count(CHKWIN_CNT_IGET_BADCRC);
+	r = reserve(CHKWIN_PROBE_IGET, CHKWIN_REC_IGET);
+	if (!r)
+		return;
+	r->iget.ino = ino;
+	r->iget.dev = dev;
+	r->iget.err = (__s32)err;
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("fexit/__ext4_iget")
+int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino, int flags,
+	     const char *function, unsigned int line, struct inode *ret)
+{
+	if (cpu_wanted())
+		iget_done(ino, BPF_CORE_READ(sb, s_dev), ret);
+	return 0;
+}
+
+SEC("kprobe/__ext4_iget")
+int BPF_KPROBE(iget_entry, struct super_block *sb, unsigned long ino)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct iget_args args = { .ino = ino, .dev = BPF_CORE_READ(sb, s_dev) };
+
+	bpf_map_update_elem(&iget_calls, &tid, &args, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/__ext4_iget")
+int BPF_KRETPROBE(iget_return, struct inode *ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct iget_args *args = bpf_map_lookup_elem(&iget_calls, &tid);
+
+	if (!args)
+		return 0;
+	if (cpu_wanted())
+		iget_done(args->ino, args->dev, ret);
+	bpf_map_delete_elem(&iget_calls, &tid);
+	return 0;
+}
+
+/* Hardirq arrivals: entry records where, exit decides whether to count. */
+
+static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
+					  bool known)
+{
+	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct place p = classify(pc, el);
+
+	if (!a)
+		return;
+	if (!known)
+		p.class = CHKWIN_CLASS_UNKNOWN;
+	a->ts = bpf_ktime_get_ns();
+	a->pc = pc;
+	a->sp = sp;
+	a->irq = irq;
+	a->el = el;
+	a->class = p.class;
+	a->func = p.func;
+	a->offset = p.offset;
+	a->in_chksum = f && f->active;
+	a->ipi[0] = '\0';
+	a->active = 1;
+}
+
+/* Weak: kernels without KALLSYMS_ALL lack it and load irq_entry_stack instead. */
+extern struct pt_regs *__irq_regs __ksym __weak;
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
+{
+	struct pt_regs **slot, *regs;
+	__u64 pstate;
+
+	if (!cpu_wanted())
+		return 0;
+	slot = bpf_this_cpu_ptr(&__irq_regs);
+	regs = *slot;
+	if (!regs) {
+		arrival_start(irq, 0, 0, 1, false);
+		return 0;
+	}
+	pstate = BPF_CORE_READ(regs, pstate);
+	arrival_start(irq, BPF_CORE_READ(regs, pc), BPF_CORE_READ(regs, sp),
+		      (pstate >> 2) & 3, true);
+	return 0;
+}
+
+/*
+ * Without __irq_regs (no KALLSYMS_ALL): the frame after the EL1 irq vector
+ * in the kernel stack is the interrupted pc; a stack that ends in the EL0
+ * vector came from user space.
+ */
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irq_entry_stack, int irq, struct irqaction *action)
+{
+	__u64 *ips = bpf_map_lookup_elem(&stacks, &zero);
+	__u64 pc = 0;
+	long n;
+	int i;
+
+	if (!ips || !cpu_wanted())
+		return 0;
+	n = bpf_get_stack(ctx, ips, STACK_DEPTH * sizeof(__u64), 0);
+	if (n <= 0) {
+		arrival_start(irq, 0, 0, 1, false);
+		return 0;
+	}
+	n /= sizeof(__u64);
+	for (i = 0; i < STACK_DEPTH; i++) {
+		if (i >= n)
+			break;
+		if (ips[i] >= el0_irq_start && ips[i] < el0_irq_end) {
+			arrival_start(irq, 0, 0, 0, true);
+			return 0;
+		}
+		if (ips[i] >= el1_irq_start && ips[i] < el1_irq_end &&
+		    i + 1 < n && i + 1 < STACK_DEPTH) {
+			pc = ips[i + 1];
+			break;
+		}
+	}
+	arrival_start(irq, pc, 0, 1, pc != 0);
+	return 0;
+}
+
+SEC("tp_btf/ipi_entry")
+int BPF_PROG(ipi_entry, const char *reason)
+{
+	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
+
+	if (a && a->active)
+		bpf_probe_read_kernel_str(a->ipi, sizeof(a->ipi), reason);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
+{
+	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct place p;
+	struct chkwin_rec *r;
+
+	if (!a || !a->active || a->irq != irq)
+		return 0;
+	/* A shared line runs every handler: count the one that claimed it. */
+	if (ret == IRQ_NONE_RET) {
+		count(CHKWIN_CNT_IRQ_UNHANDLED);
+		return 0;
+	}
+	a->active = 0;
+	p.class = a->class;
+	p.func = a->func;
+	p.offset = a->offset;
+	count(CHKWIN_CNT_IRQ_CLASS + (a->class < CHKWIN_CLASSES ? a->class : CHKWIN_CLASS_UNKNOWN));
+	hist_add(CHKWIN_HIST_IRQ, p);
+	if (a->in_chksum && f && f->active) {
+		f->irqs++;
+		if (a->class == CHKWIN_CLASS_WINDOW)
+			f->window_hit = 1;
+	}
+	r = reserve(CHKWIN_PROBE_IRQ, CHKWIN_REC_IRQ);
+	if (!r)
+		return 0;
+	r->h.ts = a->ts;
+	r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
+	r->irq.pc = a->pc;
+	r->irq.sp = a->sp;
+	r->irq.end_ns = bpf_ktime_get_ns();
+	r->irq.irq = irq;
+	r->irq.offset = a->offset;
+	r->irq.class = a->class;
+	r->irq.el = a->el;
+	r->irq.func = a->func;
+	__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(softirq_entry, unsigned int vec)
+{
+	__u64 *begin = bpf_map_lookup_elem(&softirq_begin, &vec);
+
+	if (begin && cpu_wanted())
+		*begin = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(softirq_exit, unsigned int vec)
+{
+	__u64 *begin = bpf_map_lookup_elem(&softirq_begin, &vec);
+	struct chkwin_rec *r;
+
+	if (!begin || !*begin || !cpu_wanted())
+		return 0;
+	count(CHKWIN_CNT_SOFTIRQ);
+	r = reserve(CHKWIN_PROBE_SOFTIRQ, CHKWIN_REC_SOFTIRQ);
+	if (r) {
+		r->h.ts = *begin;
+		r->softirq.end_ns = bpf_ktime_get_ns();
+		r->softirq.vec = vec;
+		bpf_ringbuf_submit(r, 0);
+	}
+	*begin = 0;
+	return 0;
+}
+
+static __always_inline void block_event(struct request *rq, bool complete, int error)
+{
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	struct chkwin_rec *r;
+
+	count(CHKWIN_CNT_BLOCK);
+	r = reserve(CHKWIN_PROBE_BLOCK, CHKWIN_REC_BLOCK);
+	if (!r)
+		return;
+	r->h.flags = complete ? CHKWIN_F_COMPLETE : 0;
+	r->block.sector = BPF_CORE_READ(rq, __sector);
+	r->block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
+	r->block.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	if (disk)
+		r->block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
+			       BPF_CORE_READ(disk, first_minor);
+	r->block.error = error;
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/block_rq_issue")
+int block_rq_issue(u64 *ctx)
+{
+	if (!cpu_wanted())
+		return 0;
+	/* The loader read the tracepoint's arity from BTF. */
+	if (rq_issue_arg == 1)
+		block_event((struct request *)ctx[1], false, 0);
+	else
+		block_event((struct request *)ctx[0], false, 0);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	if (cpu_wanted())
+		block_event(rq, true, error);
+	return 0;
+}
+
+/* The optional sampler: a cpu-clock hrtimer interrupt of known rate. */
+SEC("perf_event")
+int sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pc = ctx->regs.pc, sp = ctx->regs.sp;
+	__u8 el = (ctx->regs.pstate >> 2) & 3;
+	struct place p = classify(pc, el);
+	struct chkwin_rec *r;
+
+	count(CHKWIN_CNT_SAMPLE_CLASS + p.class);
+	hist_add(CHKWIN_HIST_SAMPLE, p);
+	r = reserve(CHKWIN_PROBE_SAMPLE, CHKWIN_REC_SAMPLE);
+	if (!r)
+		return 0;
+	r->sample.pc = pc;
+	r->sample.sp = sp;
+	r->sample.offset = p.offset;
+	r->sample.class = p.class;
+	r->sample.el = el;
+	r->sample.func = p.func;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

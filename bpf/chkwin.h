@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What chkwin.bpf.c and the loader share: the records the BPF programs
+ * emit (and the loader writes to the log unchanged), the classes an
+ * interrupt arrival falls into, and the per-CPU counters.  The log layout
+ * built from these is docs/log-format.md; change both together.
+ */
+#ifndef CHKWIN_H
+#define CHKWIN_H
+
+/* Instruction slots (4 bytes each) per checksum function in the histogram. */
+#define CHKWIN_HIST_SLOTS	256
+#define CHKWIN_IPI_NAME_LEN	14
+#define CHKWIN_REC_SIZE		64
+
+/*
+ * The checksum functions arrivals are placed in: ext4_chksum() (or, in
+ * fallback mode, the crc32c shash update it inlines) and the emulated GCC
+ * 4.9.4 code of the debug patch.
+ */
+enum chkwin_func {
+	CHKWIN_FUNC_CHKSUM,
+	CHKWIN_FUNC_GCC49,
+	CHKWIN_FUNCS,
+	CHKWIN_FUNC_NONE = 0xff,
+};
+
+enum chkwin_rec_type {
+	CHKWIN_REC_CHKSUM = 1,	/* one checksum computation, begin to end */
+	CHKWIN_REC_VERIFY,	/* an inode checksum verdict */
+	CHKWIN_REC_IGET,	/* __ext4_iget() returned */
+	CHKWIN_REC_IRQ,		/* a hardirq arrival, handler entry to exit */
+	CHKWIN_REC_SOFTIRQ,	/* one softirq vector run */
+	CHKWIN_REC_BLOCK,	/* a block request issued or completed */
+	CHKWIN_REC_SAMPLE,	/* a cpu-clock sampler tick */
+	CHKWIN_REC_TYPES,
+};
+
+/* Where an interrupt found the CPU; decided in the kernel. */
+enum chkwin_class {
+	CHKWIN_CLASS_WINDOW,	/* inside the emulated stack-release window */
+	CHKWIN_CLASS_CHKSUM,	/* elsewhere in a checksum function */
+	CHKWIN_CLASS_KERNEL,	/* elsewhere in the kernel */
+	CHKWIN_CLASS_USER,	/* EL0 */
+	CHKWIN_CLASS_UNKNOWN,	/* stack fallback found no exception frame */
+	CHKWIN_CLASSES,
+};
+
+/* Probes that emit records; each counts its own failed reserves. */
+enum chkwin_probe {
+	CHKWIN_PROBE_CHKSUM,
+	CHKWIN_PROBE_VERIFY,
+	CHKWIN_PROBE_IGET,
+	CHKWIN_PROBE_IRQ,
+	CHKWIN_PROBE_SOFTIRQ,
+	CHKWIN_PROBE_BLOCK,
+	CHKWIN_PROBE_SAMPLE,
+	CHKWIN_PROBES,
+};
+
+/* Indexes into the per-CPU counters array. */
+enum chkwin_counter {
+	CHKWIN_CNT_CHKSUM,		/* checksum computations seen */
+	CHKWIN_CNT_CHKSUM_WINDOW,	/* ... that had a window arrival */
+	CHKWIN_CNT_CHKSUM_NESTED,	/* begin while one was in flight */
+	CHKWIN_CNT_VERIFY,
+	CHKWIN_CNT_VERIFY_BAD,
+	CHKWIN_CNT_IGET,
+	CHKWIN_CNT_IGET_BADCRC,		/* __ext4_iget() == -EFSBADCRC */
+	CHKWIN_CNT_IRQ_UNHANDLED,	/* handler returned IRQ_NONE */
+	CHKWIN_CNT_SOFTIRQ,
+	CHKWIN_CNT_BLOCK,
+	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
+	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
+	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,
+	CHKWIN_COUNTERS = CHKWIN_CNT_LOST + CHKWIN_PROBES,
+};
+
+/* The histograms: interrupts and sampler ticks by instruction slot. */
+enum chkwin_hist_source {
+	CHKWIN_HIST_IRQ,
+	CHKWIN_HIST_SAMPLE,
+	CHKWIN_HIST_SOURCES,
+};
+
+#define CHKWIN_HIST_ENTRIES (CHKWIN_HIST_SOURCES * CHKWIN_FUNCS * CHKWIN_HIST_SLOTS)
+
+/* chkwin_rec_head.flags */
+#define CHKWIN_F_IN_CHKSUM	0x01	/* arrival while a checksum ran here */
+#define CHKWIN_F_WINDOW_HIT	0x02	/* checksum call had a window arrival */
+#define CHKWIN_F_HANDLED	0x04	/* irq: a handler returned IRQ_HANDLED */
+#define CHKWIN_F_COMPLETE	0x08	/* block: completion, not issue */
+#define CHKWIN_F_MISMATCH	0x10	/* verify: stored != computed */
+
+#define CHKWIN_CALLER_UNKNOWN	0xffff	/* fallback mode cannot tell */
+
+struct chkwin_rec_head {
+	__u8 type;		/* enum chkwin_rec_type */
+	__u8 flags;		/* CHKWIN_F_* */
+	__u16 cpu;
+	__u32 tid;
+	__u64 ts;		/* bpf_ktime_get_ns(), CLOCK_MONOTONIC */
+};
+
+struct chkwin_chksum {
+	__u64 end_ns;
+	__u32 seed;
+	__u32 length;
+	__u32 result;
+	__u32 dev;
+	__u16 caller;		/* enum ext4_chksum_caller or UNKNOWN */
+	__u16 irqs;		/* arrivals on this CPU meanwhile */
+};
+
+struct chkwin_verify {
+	__u64 ino;
+	__u32 dev;
+	__u32 stored;
+	__u32 computed;
+};
+
+struct chkwin_iget {
+	__u64 ino;
+	__u32 dev;
+	__s32 err;		/* 0 or -errno; -EFSBADCRC is -EBADMSG */
+};
+
+struct chkwin_irq {
+	__u64 pc;		/* interrupted instruction, 0 if unknown */
+	__u64 sp;		/* interrupted sp, 0 if unknown */
+	__u64 end_ns;		/* handler exit */
+	__u32 irq;
+	__u16 offset;		/* pc - start of func, if func != NONE */
+	__u8 class;		/* enum chkwin_class */
+	__u8 el;		/* exception level interrupted */
+	__u8 func;		/* enum chkwin_func */
+	__u8 pad;
+	char ipi[CHKWIN_IPI_NAME_LEN];	/* IPI kind, "" for device irqs */
+};
+
+struct chkwin_softirq {
+	__u64 end_ns;
+	__u32 vec;
+};
+
+struct chkwin_block {
+	__u64 sector;
+	__u32 nr_sectors;
+	__u32 dev;
+	__u32 cmd_flags;
+	__s32 error;		/* blk_status_t, completions only */
+};
+
+struct chkwin_sample {
+	__u64 pc;
+	__u64 sp;
+	__u16 offset;
+	__u8 class;
+	__u8 el;
+	__u8 func;
+};
+
+struct chkwin_rec {
+	struct chkwin_rec_head h;
+	union {
+		struct chkwin_chksum chksum;
+		struct chkwin_verify verify;
+		struct chkwin_iget iget;
+		struct chkwin_irq irq;
+		struct chkwin_softirq softirq;
+		struct chkwin_block block;
+		struct chkwin_sample sample;
+		__u8 raw[CHKWIN_REC_SIZE - sizeof(struct chkwin_rec_head)];
+	};
+};
+
+#endif /* CHKWIN_H */

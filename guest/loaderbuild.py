@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Build the chkwin loader (BPF object, static aarch64 binary, host build).
+
+The BPF object is compiled against the unpatched lab kernel's vmlinux.h
+(CO-RE relocates it on other kernels).  Outputs are cached under
+$CHKWIN_CACHE/loader/<key>, the key covering bpf/, loader/, the C unit
+tests, that vmlinux.h and the compilers' versions.
+
+    /usr/bin/python3 guest/loaderbuild.py [--print-dir]
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+import kbuild  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SOURCES = [REPO / "bpf", REPO / "loader", REPO / "tests" / "c"]
+TOOLS = (["clang", "--version"], ["bpftool", "version"],
+         ["aarch64-linux-gnu-gcc", "--version"], ["gcc", "--version"])
+OUTPUTS = ("aarch64/chkwin", "host/chkwin", "host/logfile_test",
+           "chkwin.bpf.o")
+
+
+def tool_versions():
+    lines = []
+    for cmd in TOOLS:
+        out = run_or_die(cmd, f"{cmd[0]} (is it installed? make deps)").stdout
+        lines.append(out.splitlines()[0] if out else cmd[0])
+    return "\n".join(lines)
+
+
+def build():
+    """Return the output directory, building on a cache miss."""
+    kdir, _ = kbuild.build("unpatched", REPO / "kernel-patches",
+                           os.cpu_count() or 2)
+    vmlinux_h = kdir / "vmlinux.h"
+    key = Key("loader").add("tools", tool_versions())
+    key.add_file(vmlinux_h)
+    for top in SOURCES:
+        for path in sorted(p for p in top.rglob("*") if p.is_file()):
+            key.add("path:" + str(path.relative_to(REPO)), path.read_bytes())
+    outdir = cache_root() / "loader" / key.hexdigest()
+    if all((outdir / f).is_file() for f in OUTPUTS):
+        print(f"loader: cache hit {outdir}", file=sys.stderr)
+        return outdir
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    # Built aside and renamed, so a failed build is never a cache hit.
+    tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
+    run_or_die(["make", "-C", str(REPO / "loader"), f"OUT={tmp}",
+                f"VMLINUX_H={vmlinux_h}", "all"],
+               "building the loader (make -C loader)", stdout=sys.stderr)
+    for f in OUTPUTS:
+        if not os.path.isfile(os.path.join(tmp, f)):
+            die(f"make -C loader produced no {f}")
+    if outdir.exists():
+        run_or_die(["rm", "-rf", str(outdir)], f"removing stale {outdir}")
+    os.replace(tmp, outdir)
+    print(f"loader: built {outdir}", file=sys.stderr)
+    return outdir
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--print-dir", action="store_true",
+                    help="print the output directory on stdout")
+    args = ap.parse_args()
+    outdir = build()
+    if args.print_dir:
+        print(outdir)
+
+
+if __name__ == "__main__":
+    main()

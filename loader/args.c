@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+/* chkwin's command line, in the style of the libbpf-tools. */
+#include <argp.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opts.h"
+
+const char *const chkwin_plan_names[PLAN_PROBES] = {
+	[PLAN_CHKSUM] = "chksum",
+	[PLAN_VERIFY] = "verify",
+	[PLAN_IGET] = "iget",
+	[PLAN_IRQ] = "irq",
+	[PLAN_IPI] = "ipi",
+	[PLAN_SOFTIRQ] = "softirq",
+	[PLAN_BLOCK] = "block",
+	[PLAN_SAMPLE] = "sample",
+};
+
+const char *argp_program_version = "chkwin 0.1";
+
+static const char doc[] =
+"Record where interrupts land relative to ext4 checksum computation.\n"
+"\n"
+"EXAMPLES:\n"
+"    chkwin                    # summary every second until Ctrl-C\n"
+"    chkwin -d 60 -o run.log   # 60 s, every record to run.log\n"
+"    chkwin 5 12 -f json       # a JSON summary line every 5 s, 12 times\n"
+"    chkwin -F 20000 -d 30     # add a 20 kHz cpu-clock interrupt source\n"
+"    chkwin -m fallback -v     # kprobes as on a stock kernel, show how\n"
+"    chkwin --no-block --no-softirq -c 1   # CPU 1 only, fewer probes\n"
+"    chkwin --dry-run          # probe the kernel, print the plan, exit\n"
+"    chkwin -r run.log -f csv  # decode a log\n";
+
+enum {
+	OPT_NO_BASE = 0x100,	/* + enum chkwin_plan_probe */
+	OPT_DRY_RUN = 0x200,
+	OPT_COUNTS_ONLY,
+	OPT_RINGBUF,
+	OPT_KALLSYMS,
+};
+
+static const struct argp_option options[] = {
+	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
+	{ "output", 'o', "FILE", 0, "Write every record to FILE (binary log, docs/log-format.md; never overwritten)", 0 },
+	{ "format", 'f', "FMT", 0, "Live summary and --read output: text (default), json or csv", 0 },
+	{ "cpu", 'c', "N", 0, "Record CPU N only", 0 },
+	{ "sample-hz", 'F', "HZ", 0, "Add a cpu-clock sampler at HZ per CPU (an interrupt source; the log says so)", 0 },
+	{ "mode", 'm', "MODE", 0, "auto (default), tracepoint (lab kernels only) or fallback (kprobes)", 0 },
+	{ "read", 'r', "FILE", 0, "Decode the log FILE and exit", 0 },
+	{ "quiet", 'q', NULL, 0, "No live summary", 0 },
+	{ "verbose", 'v', NULL, 0, "libbpf debug output and the attach mode of each probe", 0 },
+	{ "dry-run", OPT_DRY_RUN, NULL, 0, "Probe features, print the plan, attach nothing", 0 },
+	{ "counts-only", OPT_COUNTS_ONLY, NULL, 0, "Keep only the in-kernel counters and histograms", 0 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
+	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
+	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
+	{ "no-chksum", OPT_NO_BASE + PLAN_CHKSUM, NULL, 0, "No checksum call records", 1 },
+	{ "no-verify", OPT_NO_BASE + PLAN_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
+	{ "no-iget", OPT_NO_BASE + PLAN_IGET, NULL, 0, "No __ext4_iget() results", 1 },
+	{ "no-irq", OPT_NO_BASE + PLAN_IRQ, NULL, 0, "No interrupt arrivals", 1 },
+	{ "no-ipi", OPT_NO_BASE + PLAN_IPI, NULL, 0, "No IPI kinds on arrivals", 1 },
+	{ "no-softirq", OPT_NO_BASE + PLAN_SOFTIRQ, NULL, 0, "No softirq runs", 1 },
+	{ "no-block", OPT_NO_BASE + PLAN_BLOCK, NULL, 0, "No block requests", 1 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the full help", 0 },
+	{ 0 },
+};
+
+static double parse_seconds(struct argp_state *state, const char *what, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || !(v > 0) || v > 1e7)
+		argp_error(state, "%s must be a positive number of seconds, not '%s'", what, arg);
+	return v;
+}
+
+static long parse_long(struct argp_state *state, const char *what, const char *arg,
+		       long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v < min || v > max)
+		argp_error(state, "%s must be a whole number from %ld to %ld, not '%s'",
+			   what, min, max, arg);
+	return v;
+}
+
+/* Indexed by the enums they name; NULL-terminated. */
+static const char *const formats[] = { "text", "json", "csv", NULL };
+static const char *const modes[] = { "auto", "tracepoint", "fallback", NULL };
+
+static int parse_choice(struct argp_state *state, const char *what, const char *arg,
+			const char *const *names)
+{
+	char list[128] = "";
+	int i;
+
+	for (i = 0; names[i]; i++) {
+		if (!strcmp(arg, names[i]))
+			return i;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 i ? ", " : "", names[i]);
+	}
+	argp_error(state, "%s must be one of %s, not '%s'", what, list, arg);
+	return 0;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct chkwin_opts *o = state->input;
+
+	switch (key) {
+	case 'd':
+		o->duration = parse_seconds(state, "duration", arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		o->format = (enum chkwin_format)parse_choice(state, "format", arg, formats);
+		break;
+	case 'c':
+		o->cpu = (int)parse_long(state, "cpu", arg, 0, 4095);
+		break;
+	case 'F':
+		o->sample_hz = parse_long(state, "sample-hz", arg, 1, 100000);
+		break;
+	case 'm':
+		o->mode = (enum chkwin_attach_mode)parse_choice(state, "mode", arg, modes);
+		break;
+	case 'r':
+		o->read_path = arg;
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case 'v':
+		o->verbose = true;
+		break;
+	case OPT_DRY_RUN:
+		o->dry_run = true;
+		break;
+	case OPT_COUNTS_ONLY:
+		o->counts_only = true;
+		break;
+	case OPT_RINGBUF:
+		o->ringbuf_mb = parse_long(state, "ringbuf-mb", arg, 1, 1024);
+		break;
+	case OPT_KALLSYMS:
+		o->kallsyms = arg;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (state->arg_num == 0)
+			o->interval = parse_seconds(state, "interval", arg);
+		else if (state->arg_num == 1)
+			o->count = parse_long(state, "count", arg, 1, 1L << 30);
+		else
+			argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		if (key >= OPT_NO_BASE && key < OPT_NO_BASE + PLAN_PROBES) {
+			o->off[key - OPT_NO_BASE] = true;
+			break;
+		}
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
+{
+	static const struct argp argp = { options, parse_opt, "[INTERVAL [COUNT]]", doc,
+					  NULL, NULL, NULL };
+
+	memset(opts, 0, sizeof(*opts));
+	opts->interval = 1.0;
+	opts->cpu = -1;
+	opts->ringbuf_mb = 16;
+	opts->kallsyms = "/proc/kallsyms";
+	argp_parse(&argp, argc, argv, 0, NULL, opts);
+	if (opts->read_path && (opts->output || opts->dry_run)) {
+		fprintf(stderr, "chkwin: error: --read takes only --format\n");
+		exit(2);
+	}
+}

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * chkwin: record where interrupts land relative to ext4 checksum work.
+ * Open the BPF object, configure it from the plan that probe.c made for
+ * this kernel, load, attach each chosen program, stream the ring buffer to
+ * the log while printing a summary per interval, then detach, drain and
+ * write the trailer.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+
+#include "chkwin.skel.h"
+#include "header.h"
+#include "logfile.h"
+#include "opts.h"
+#include "probe.h"
+#include "readlog.h"
+#include "sampler.h"
+#include "stats.h"
+#include "summary.h"
+#include "text.h"
+
+#define MAX_LINKS 32
+
+/* The handler can only reach a global; the first signal asks, the second insists. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	if (stop_signal)
+		_exit(128 + sig);
+	stop_signal = sig;
+}
+
+struct run {
+	const struct chkwin_opts *opts;
+	struct chkwin_plan plan;
+	struct chkwin_bpf *skel;
+	struct bpf_link *links[MAX_LINKS];
+	int nlinks;
+	struct chkwin_sampler sampler;
+	struct chkwin_log_writer *log;
+	struct ring_buffer *rb;
+	uint64_t seen[CHKWIN_REC_TYPES];
+	uint64_t bad_size;
+	int ncpus;
+};
+
+static bool verbose;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !verbose)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkwin_opts *o)
+{
+	int i;
+
+	for (i = 0; i < PLAN_PROBES; i++)
+		fprintf(out, "chkwin: %-8s %s\n", chkwin_plan_names[i], p->mode[i] ? p->mode[i] : "absent");
+	for (i = 0; i < CHKWIN_FUNCS; i++)
+		if (p->func[i].name)
+			fprintf(out, "chkwin: func.%d   %s 0x%llx-0x%llx\n", i, p->func[i].name,
+				(unsigned long long)p->func[i].start,
+				(unsigned long long)p->func[i].end);
+	if (p->window_start)
+		fprintf(out, "chkwin: window   0x%llx-0x%llx\n",
+			(unsigned long long)p->window_start, (unsigned long long)p->window_end);
+	else
+		fprintf(out, "chkwin: window   absent (no emulation in this kernel)\n");
+	if (o->sample_hz)
+		fprintf(out, "chkwin: sampler  cpu-clock at %ld Hz per CPU\n", o->sample_hz);
+}
+
+/* Exactly the programs the plan chose get loaded. */
+static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
+{
+	bool chksum = chkwin_plan_on(p, PLAN_CHKSUM), irq = chkwin_plan_on(p, PLAN_IRQ);
+	bool iget = chkwin_plan_on(p, PLAN_IGET), block = chkwin_plan_on(p, PLAN_BLOCK);
+	bool softirq = chkwin_plan_on(p, PLAN_SOFTIRQ);
+
+	bpf_program__set_autoload(s->progs.chksum_begin_tp, chksum && p->use_chksum_tp);
+	bpf_program__set_autoload(s->progs.chksum_end_tp, chksum && p->use_chksum_tp);
+	bpf_program__set_autoload(s->progs.chksum_update_entry, chksum && !p->use_chksum_tp);
+	bpf_program__set_autoload(s->progs.chksum_update_return, chksum && !p->use_chksum_tp);
+	bpf_program__set_autoload(s->progs.verify_tp, chkwin_plan_on(p, PLAN_VERIFY));
+	bpf_program__set_autoload(s->progs.iget_fexit, iget && p->use_fexit_iget);
+	bpf_program__set_autoload(s->progs.iget_entry, iget && !p->use_fexit_iget);
+	bpf_program__set_autoload(s->progs.iget_return, iget && !p->use_fexit_iget);
+	bpf_program__set_autoload(s->progs.irq_entry_regs, irq && p->use_irq_regs);
+	bpf_program__set_autoload(s->progs.irq_entry_stack, irq && !p->use_irq_regs);
+	bpf_program__set_autoload(s->progs.irq_exit, irq);
+	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, PLAN_IPI));
+	bpf_program__set_autoload(s->progs.softirq_entry, softirq);
+	bpf_program__set_autoload(s->progs.softirq_exit, softirq);
+	bpf_program__set_autoload(s->progs.block_rq_issue, block);
+	bpf_program__set_autoload(s->progs.block_rq_complete, block);
+	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, PLAN_SAMPLE));
+}
+
+static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
+		      const struct chkwin_opts *o)
+{
+	unsigned long rb = 1UL << 20;
+	int i;
+
+	s->rodata->target_cpu = o->cpu;
+	s->rodata->emit_records = !o->counts_only;
+	for (i = 0; i < CHKWIN_FUNCS; i++) {
+		s->rodata->func_start[i] = p->func[i].start;
+		s->rodata->func_end[i] = p->func[i].end;
+	}
+	s->rodata->window_start = p->window_start;
+	s->rodata->window_end = p->window_end;
+	s->rodata->el1_irq_start = p->el1_irq_start;
+	s->rodata->el1_irq_end = p->el1_irq_end;
+	s->rodata->el0_irq_start = p->el0_irq_start;
+	s->rodata->el0_irq_end = p->el0_irq_end;
+	s->rodata->rq_issue_arg = p->rq_issue_arg;
+	/* A ring buffer is a power of two pages. */
+	while (rb < (unsigned long)o->ringbuf_mb << 20)
+		rb <<= 1;
+	bpf_map__set_max_entries(s->maps.events, (__u32)rb);
+	choose_programs(s, p);
+}
+
+static int attach_all(struct run *r)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(prog) || prog == r->skel->progs.sample)
+			continue;
+		link = bpf_program__attach(prog);
+		if (!link) {
+			int err = -errno;
+
+			fprintf(stderr, "chkwin: error: cannot attach %s (%s): %s\n",
+				bpf_program__name(prog), bpf_program__section_name(prog),
+				strerror(-err));
+			return err;
+		}
+		if (r->nlinks == MAX_LINKS) {
+			bpf_link__destroy(link);
+			fprintf(stderr, "chkwin: error: more than %d programs\n", MAX_LINKS);
+			return -E2BIG;
+		}
+		r->links[r->nlinks++] = link;
+		if (r->opts->verbose)
+			fprintf(stderr, "chkwin: attached %s (%s)\n", bpf_program__name(prog),
+				bpf_program__section_name(prog));
+	}
+	if (r->opts->sample_hz)
+		return chkwin_sampler_start(&r->sampler, r->skel->progs.sample,
+					    r->opts->sample_hz, r->opts->cpu);
+	return 0;
+}
+
+static void detach_all(struct run *r)
+{
+	chkwin_sampler_stop(&r->sampler);
+	while (r->nlinks > 0)
+		bpf_link__destroy(r->links[--r->nlinks]);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct run *r = ctx;
+	const struct chkwin_rec *rec = data;
+
+	if (size < sizeof(*rec)) {
+		r->bad_size++;
+		return 0;
+	}
+	if (rec->h.type < CHKWIN_REC_TYPES)
+		r->seen[rec->h.type]++;
+	return r->log ? chkwin_log_add(r->log, rec) : 0;
+}
+
+static int write_header(struct run *r, uint64_t started)
+{
+	struct text t = { 0 };
+	int err;
+
+	chkwin_header_text(&t, r->opts, &r->plan, r->ncpus, started);
+	if (t.failed) {
+		fprintf(stderr, "chkwin: error: out of memory for the log header\n");
+		text_free(&t);
+		return -ENOMEM;
+	}
+	err = chkwin_log_header(r->log, t.buf);
+	text_free(&t);
+	return err;
+}
+
+static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
+{
+	struct chkwin_counts counts;
+	struct chkwin_hist *hist = calloc(1, sizeof(*hist));
+	struct text t = { 0 };
+	int err;
+
+	if (!hist) {
+		fprintf(stderr, "chkwin: error: out of memory for the histogram\n");
+		return -ENOMEM;
+	}
+	err = chkwin_counts_read(bpf_map__fd(r->skel->maps.counters), r->ncpus, &counts);
+	if (!err)
+		err = chkwin_hist_read(bpf_map__fd(r->skel->maps.hist), r->ncpus, hist);
+	if (!err && !r->opts->quiet)
+		chkwin_summary_hist(sum, &r->plan, hist);
+	if (!err && r->log) {
+		chkwin_trailer_text(&t, r->seen, &counts, hist, now_ns(), ending);
+		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
+		text_free(&t);
+	}
+	if (!err)
+		fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records%s%s\n",
+			ending, (unsigned long long)counts.v[CHKWIN_CNT_CHKSUM],
+			(unsigned long long)counts.v[CHKWIN_CNT_CHKSUM_WINDOW],
+			(unsigned long long)chkwin_counts_lost(&counts),
+			r->log ? ", log " : "", r->log ? r->log->path : "");
+	free(hist);
+	return err;
+}
+
+static int record(struct run *r)
+{
+	const struct chkwin_opts *o = r->opts;
+	uint64_t started = now_ns(), last = started, deadline = UINT64_MAX;
+	uint64_t interval = (uint64_t)(o->interval * 1e9);
+	const char *ending = "signal";
+	struct chkwin_summary sum;
+	struct chkwin_counts counts;
+	long lines = 0;
+	int err = 0;
+
+	if (o->duration > 0)
+		deadline = started + (uint64_t)(o->duration * 1e9);
+	if (r->log && (err = write_header(r, started)))
+		return err;
+	chkwin_summary_init(&sum, stdout, o->format, &r->plan);
+	/* Scripts wait for this line before starting a workload. */
+	fprintf(stderr, "chkwin: recording%s%s\n", r->log ? " to " : "",
+		r->log ? r->log->path : "");
+	while (!stop_signal) {
+		uint64_t now = now_ns();
+
+		if (r->rb) {
+			err = ring_buffer__poll(r->rb, 100);
+			if (err < 0 && err != -EINTR) {
+				fprintf(stderr, "chkwin: error: reading the ring buffer: %s\n",
+					strerror(-err));
+				break;
+			}
+			err = 0;
+		} else {
+			usleep(100000);
+		}
+		now = now_ns();
+		if (now - last >= interval || now >= deadline) {
+			if (r->log && (err = chkwin_log_flush(r->log)))
+				break;
+			err = chkwin_counts_read(bpf_map__fd(r->skel->maps.counters), r->ncpus,
+						 &counts);
+			if (err)
+				break;
+			if (!o->quiet)
+				chkwin_summary_line(&sum, &counts, (double)(now - last) / 1e9);
+			last = now;
+			lines++;
+		}
+		if (now >= deadline) {
+			ending = "duration";
+			break;
+		}
+		if (o->count && lines >= o->count) {
+			ending = "count";
+			break;
+		}
+	}
+	/* Stop producing, then drain what is already in the ring buffer. */
+	detach_all(r);
+	if (r->rb && ring_buffer__consume(r->rb) < 0 && !err)
+		fprintf(stderr, "chkwin: warning: draining the ring buffer failed\n");
+	if (r->bad_size)
+		fprintf(stderr, "chkwin: warning: %llu ring-buffer records had a wrong size\n",
+			(unsigned long long)r->bad_size);
+	if (err)
+		return err;
+	return finish(r, &sum, ending);
+}
+
+static int run(const struct chkwin_opts *o)
+{
+	struct chkwin_log_writer *log = NULL;
+	struct run r = { .opts = o };
+	int err;
+
+	if (chkwin_plan_make(o, &r.plan)) {
+		fprintf(stderr, "chkwin: error: %s\n", r.plan.error);
+		chkwin_plan_free(&r.plan);
+		return 1;
+	}
+	if (o->dry_run || o->verbose)
+		print_plan(o->dry_run ? stdout : stderr, &r.plan, o);
+	if (o->dry_run) {
+		chkwin_plan_free(&r.plan);
+		return 0;
+	}
+	r.ncpus = libbpf_num_possible_cpus();
+	if (r.ncpus <= 0) {
+		fprintf(stderr, "chkwin: error: cannot count possible CPUs\n");
+		chkwin_plan_free(&r.plan);
+		return 1;
+	}
+	if (o->output) {
+		log = malloc(sizeof(*log));
+		if (!log || chkwin_log_create(log, o->output)) {
+			if (!log)
+				fprintf(stderr, "chkwin: error: out of memory for the log\n");
+			free(log);
+			chkwin_plan_free(&r.plan);
+			return 1;
+		}
+		r.log = log;
+	}
+
+	r.skel = chkwin_bpf__open();
+	if (!r.skel) {
+		err = -errno;
+		fprintf(stderr, "chkwin: error: cannot open the BPF object: %s\n", strerror(-err));
+		goto out;
+	}
+	configure(r.skel, &r.plan, o);
+	err = chkwin_bpf__load(r.skel);
+	if (err) {
+		fprintf(stderr, "chkwin: error: cannot load the BPF programs: %s (-v shows the verifier log)\n",
+			strerror(-err));
+		goto out;
+	}
+	if (!o->counts_only) {
+		r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), on_record, &r, NULL);
+		if (!r.rb) {
+			err = -errno;
+			fprintf(stderr, "chkwin: error: cannot open the ring buffer: %s\n",
+				strerror(-err));
+			goto out;
+		}
+	}
+	err = attach_all(&r);
+	if (err)
+		goto out;
+	err = record(&r);
+out:
+	detach_all(&r);
+	ring_buffer__free(r.rb);
+	chkwin_bpf__destroy(r.skel);
+	if (r.log && chkwin_log_close(r.log) && !err)
+		err = -EIO;
+	free(log);
+	chkwin_plan_free(&r.plan);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct chkwin_opts opts;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	chkwin_parse_args(argc, argv, &opts);
+	if (opts.read_path)
+		return chkwin_read_log(opts.read_path, opts.format);
+	verbose = opts.verbose;
+	libbpf_set_print(print_libbpf);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return run(&opts);
+}

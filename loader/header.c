@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What a log must say about the kernel and the run to be read offline. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "header.h"
+
+const char *chkwin_flavour(const char *release)
+{
+	const char *tag = strstr(release, "-chkwin-");
+
+	return tag ? tag + strlen("-chkwin-") : "stock";
+}
+
+/* First line of a file, or fallback. */
+static void first_line(const char *path, char *buf, size_t len, const char *fallback)
+{
+	FILE *f = fopen(path, "r");
+
+	snprintf(buf, len, "%s", fallback);
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	else
+		snprintf(buf, len, "%s", fallback);
+	fclose(f);
+}
+
+/* irq.N=NAME for each numbered line of /proc/interrupts (last column). */
+static void irq_names(struct text *t)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[1024];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *end, *name;
+		long irq = strtol(line, &end, 10);
+		size_t n;
+
+		if (end == line || *end != ':')
+			continue;
+		n = strcspn(line, "\n");
+		line[n] = '\0';
+		while (n > 0 && isspace((unsigned char)line[n - 1]))
+			line[--n] = '\0';
+		name = strrchr(line, ' ');
+		name = name ? name + 1 : end + 1;
+		text_add(t, "irq.%ld=%s\n", irq, name);
+	}
+	fclose(f);
+}
+
+void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
+			const struct chkwin_plan *p, int ncpus, uint64_t started_ns)
+{
+	struct utsname u;
+	char buf[4096];
+	int i;
+
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	text_kv(t, "tool", "chkwin 0.1");
+	text_kv(t, "kernel_release", u.release);
+	text_kv(t, "kernel_version", u.version);
+	first_line("/proc/cmdline", buf, sizeof(buf), "");
+	text_kv(t, "kernel_cmdline", buf);
+	text_kv(t, "flavour", chkwin_flavour(u.release));
+	first_line("/sys/module/ext4/parameters/chksum_window", buf, sizeof(buf), "absent");
+	text_kv(t, "chksum_window", buf);
+	text_add(t, "cpus=%d\n", ncpus);
+	text_kv(t, "clock", "CLOCK_MONOTONIC");
+	first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		   buf, sizeof(buf), "unknown");
+	text_kv(t, "clocksource", buf);
+	text_add(t, "started_ns=%llu\n", (unsigned long long)started_ns);
+	text_add(t, "target_cpu=%d\n", o->cpu);
+	text_add(t, "sample_hz=%ld\n", o->sample_hz);
+	text_kv(t, "records", o->counts_only ? "off" : "on");
+	for (i = 0; i < PLAN_PROBES; i++) {
+		snprintf(buf, sizeof(buf), "mode.%s", chkwin_plan_names[i]);
+		text_kv(t, buf, p->mode[i] ? p->mode[i] : "absent");
+	}
+	for (i = 0; i < CHKWIN_FUNCS; i++)
+		if (p->func[i].name)
+			text_add(t, "func.%d=%s 0x%llx 0x%llx\n", i, p->func[i].name,
+				 (unsigned long long)p->func[i].start,
+				 (unsigned long long)p->func[i].end);
+	if (p->window_start)
+		text_add(t, "window=0x%llx 0x%llx\n", (unsigned long long)p->window_start,
+			 (unsigned long long)p->window_end);
+	for (i = 0; i < p->ncallers; i++)
+		if (p->callers[i])
+			text_add(t, "caller.%d=%s\n", i, p->callers[i]);
+	irq_names(t);
+}
+
+static const char *const hist_sources[CHKWIN_HIST_SOURCES] = { "irq", "sample" };
+
+static void hist_line(struct text *t, const struct chkwin_hist *h, int src, int func)
+{
+	const char *sep = "=";
+	int slot;
+
+	for (slot = 0; slot < CHKWIN_HIST_SLOTS; slot++) {
+		uint64_t n = chkwin_hist_at(h, src, func, slot);
+
+		if (!n)
+			continue;
+		if (*sep == '=')
+			text_add(t, "hist.%s.%d", hist_sources[src], func);
+		text_add(t, "%s%d:%llu", sep, slot, (unsigned long long)n);
+		sep = " ";
+	}
+	if (*sep == ' ')
+		text_add(t, "\n");
+}
+
+void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES],
+			 const struct chkwin_counts *c, const struct chkwin_hist *h,
+			 uint64_t ended_ns, const char *ending)
+{
+	char name[64];
+	int i, src, func;
+
+	text_add(t, "ended_ns=%llu\n", (unsigned long long)ended_ns);
+	text_kv(t, "ending", ending);
+	for (i = 1; i < CHKWIN_REC_TYPES; i++)
+		text_add(t, "records.%s=%llu\n", chkwin_rec_name(i),
+			 (unsigned long long)written[i]);
+	for (i = 0; i < CHKWIN_PROBES; i++)
+		text_add(t, "lost.%s=%llu\n", chkwin_probe_names[i],
+			 (unsigned long long)c->v[CHKWIN_CNT_LOST + i]);
+	for (i = 0; i < CHKWIN_CNT_LOST; i++)
+		text_add(t, "count.%s=%llu\n", chkwin_counter_name(i, name, sizeof(name)),
+			 (unsigned long long)c->v[i]);
+	for (src = 0; src < CHKWIN_HIST_SOURCES; src++)
+		for (func = 0; func < CHKWIN_FUNCS; func++)
+			hist_line(t, h, src, func);
+}

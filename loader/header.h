@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The log's header and trailer text (docs/log-format.md). */
+#ifndef CHKWIN_HEADER_H
+#define CHKWIN_HEADER_H
+
+#include <stdint.h>
+
+#include "logfile.h"
+#include "opts.h"
+#include "probe.h"
+#include "stats.h"
+#include "text.h"
+
+void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
+			const struct chkwin_plan *p, int ncpus, uint64_t started_ns);
+void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES],
+			 const struct chkwin_counts *c, const struct chkwin_hist *h,
+			 uint64_t ended_ns, const char *ending);
+
+/* The lab flavour from a kernel release ("6.1.0-chkwin-patched"), or "stock". */
+const char *chkwin_flavour(const char *release);
+
+#endif /* CHKWIN_HEADER_H */

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+/* /proc/kallsyms reader: the loader's only source of kernel addresses. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kallsyms.h"
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+void ksyms_free(struct ksyms *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->count; i++)
+		free(k->syms[i].name);
+	free(k->syms);
+	k->syms = NULL;
+	k->count = 0;
+}
+
+int ksyms_load(struct ksyms *k, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t cap = 0, nonzero = 0;
+	char line[512];
+
+	k->syms = NULL;
+	k->count = 0;
+	if (!f) {
+		int err = errno;
+
+		fprintf(stderr, "chkwin: error: cannot read %s: %s\n", path, strerror(err));
+		return -err;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if (k->count == cap) {
+			struct ksym *grown;
+
+			cap = cap ? cap * 2 : 65536;
+			grown = realloc(k->syms, cap * sizeof(*grown));
+			if (!grown)
+				goto nomem;
+			k->syms = grown;
+		}
+		k->syms[k->count].addr = addr;
+		k->syms[k->count].name = strdup(name);
+		if (!k->syms[k->count].name)
+			goto nomem;
+		k->count++;
+		nonzero += addr != 0;
+	}
+	fclose(f);
+	if (!nonzero) {
+		fprintf(stderr, "chkwin: error: %s shows no addresses (run as root, kptr_restrict)\n",
+			path);
+		ksyms_free(k);
+		return -EPERM;
+	}
+	qsort(k->syms, k->count, sizeof(*k->syms), by_addr);
+	return 0;
+nomem:
+	fclose(f);
+	ksyms_free(k);
+	fprintf(stderr, "chkwin: error: out of memory reading %s\n", path);
+	return -ENOMEM;
+}
+
+static const struct ksym *find(const struct ksyms *k, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < k->count; i++)
+		if (!strcmp(k->syms[i].name, name))
+			return &k->syms[i];
+	return NULL;
+}
+
+uint64_t ksyms_addr(const struct ksyms *k, const char *name)
+{
+	const struct ksym *s = find(k, name);
+
+	return s ? s->addr : 0;
+}
+
+int ksyms_range(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end)
+{
+	const struct ksym *s = find(k, name), *last = k->syms + k->count;
+	size_t len = strlen(name);
+
+	if (!s)
+		return -ENOENT;
+	*start = s->addr;
+	/* Equal addresses sort in any order: scan from the first of them. */
+	while (s > k->syms && s[-1].addr == *start)
+		s--;
+	for (; s < last; s++) {
+		if (s->addr <= *start)
+			continue;
+		if (!strncmp(s->name, name, len) && s->name[len] == '_')
+			continue;
+		*end = s->addr;
+		return 0;
+	}
+	return -ENOENT;
+}

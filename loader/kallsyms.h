@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* /proc/kallsyms, sorted by address, for the addresses the BPF side needs. */
+#ifndef CHKWIN_KALLSYMS_H
+#define CHKWIN_KALLSYMS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct ksyms {
+	struct ksym *syms;
+	size_t count;
+};
+
+/* 0 or -errno with a message; addresses all zero (kptr_restrict) is an error. */
+int ksyms_load(struct ksyms *k, const char *path);
+void ksyms_free(struct ksyms *k);
+
+/* Address of name, or 0. */
+uint64_t ksyms_addr(const struct ksyms *k, const char *name);
+
+/*
+ * Start and end of the code named name: end is the next symbol above it
+ * that is not one of its own inner labels (name_...), since kallsyms has no
+ * sizes.  Returns 0 when found.
+ */
+int ksyms_range(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end);
+
+#endif /* CHKWIN_KALLSYMS_H */

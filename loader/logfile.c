@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The chkwin event log: docs/log-format.md is the specification, this file
+ * and analysis/chkwinlog.py follow it.  Writing is append-only, a chunk
+ * per write(2), so that whatever reached the disk before a guest was
+ * killed is a readable prefix.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "logfile.h"
+
+#define FILE_HEAD_LEN	16
+#define CHUNK_HEAD_LEN	16
+
+static const char *const rec_names[CHKWIN_REC_TYPES] = {
+	[CHKWIN_REC_CHKSUM] = "chksum",
+	[CHKWIN_REC_VERIFY] = "verify",
+	[CHKWIN_REC_IGET] = "iget",
+	[CHKWIN_REC_IRQ] = "irq",
+	[CHKWIN_REC_SOFTIRQ] = "softirq",
+	[CHKWIN_REC_BLOCK] = "block",
+	[CHKWIN_REC_SAMPLE] = "sample",
+};
+
+_Static_assert(sizeof(struct chkwin_rec) == CHKWIN_REC_SIZE,
+	       "records are 64 bytes (docs/log-format.md)");
+
+const char *chkwin_rec_name(unsigned int type)
+{
+	return type > 0 && type < CHKWIN_REC_TYPES ? rec_names[type] : NULL;
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	put_u16(p, v);
+	put_u16(p + 2, v >> 16);
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	return p[0] | (uint16_t)p[1] << 8;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return get_u16(p) | (uint32_t)get_u16(p + 2) << 16;
+}
+
+static uint32_t crc(const void *data, size_t len)
+{
+	return (uint32_t)crc32(0L, data, (uInt)len);
+}
+
+static size_t pad8(size_t len)
+{
+	return (len + 7) & ~(size_t)7;
+}
+
+static int write_all(struct chkwin_log_writer *w, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : EIO;
+
+			fprintf(stderr, "chkwin: error: writing %s: %s\n",
+				w->path, strerror(err));
+			return -err;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int chkwin_log_create(struct chkwin_log_writer *w, const char *path)
+{
+	struct stat st;
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+
+	memset(w, 0, sizeof(*w));
+	w->path = path;
+	/* Devices (a virtio-serial port) and pipes are streams: open as is. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		flags = O_WRONLY | O_CLOEXEC;
+	w->fd = open(path, flags, 0644);
+	if (w->fd < 0) {
+		int err = errno;
+
+		fprintf(stderr, "chkwin: error: cannot create log %s: %s%s\n", path,
+			strerror(err), err == EEXIST ? " (logs are never overwritten)" : "");
+		return -err;
+	}
+	return 0;
+}
+
+/* A text block padded with NULs to a multiple of 8 bytes, after head. */
+static int write_text_block(struct chkwin_log_writer *w, const uint8_t *head,
+			    size_t head_len, const char *text, int crc_at)
+{
+	size_t len = strlen(text), padded = pad8(len);
+	uint8_t *buf = calloc(1, head_len + padded);
+	int err;
+
+	if (!buf) {
+		fprintf(stderr, "chkwin: error: out of memory writing %s\n", w->path);
+		return -ENOMEM;
+	}
+	memcpy(buf, head, head_len);
+	memcpy(buf + head_len, text, len);
+	if (crc_at >= 0)
+		put_u32(buf + crc_at, crc(buf + head_len, padded));
+	err = write_all(w, buf, head_len + padded);
+	free(buf);
+	return err;
+}
+
+int chkwin_log_header(struct chkwin_log_writer *w, const char *text)
+{
+	uint8_t head[FILE_HEAD_LEN] = { 0 };
+
+	memcpy(head, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC));
+	put_u16(head + 8, CHKWIN_LOG_VERSION);
+	put_u16(head + 10, CHKWIN_REC_SIZE);
+	put_u32(head + 12, (uint32_t)pad8(strlen(text)));
+	return write_text_block(w, head, sizeof(head), text, -1);
+}
+
+int chkwin_log_flush(struct chkwin_log_writer *w)
+{
+	size_t body = (size_t)w->pending * CHKWIN_REC_SIZE;
+	uint8_t head[CHUNK_HEAD_LEN];
+	int err;
+
+	if (!w->pending)
+		return 0;
+	memcpy(head, "CHNK", 4);
+	put_u32(head + 4, w->pending);
+	put_u32(head + 8, crc(w->chunk, body));
+	put_u32(head + 12, w->seq);
+	/* Head and body in one write so a stream never holds half a head. */
+	memcpy(w->out, head, sizeof(head));
+	memcpy(w->out + sizeof(head), w->chunk, body);
+	err = write_all(w, w->out, sizeof(head) + body);
+	if (err)
+		return err;
+	w->seq++;
+	w->pending = 0;
+	return 0;
+}
+
+int chkwin_log_add(struct chkwin_log_writer *w, const struct chkwin_rec *rec)
+{
+	w->chunk[w->pending++] = *rec;
+	if (rec->h.type < CHKWIN_REC_TYPES)
+		w->written[rec->h.type]++;
+	return w->pending == CHKWIN_CHUNK_RECS ? chkwin_log_flush(w) : 0;
+}
+
+int chkwin_log_trailer(struct chkwin_log_writer *w, const char *text)
+{
+	uint8_t head[CHUNK_HEAD_LEN] = { 0 };
+	int err = chkwin_log_flush(w);
+
+	if (err)
+		return err;
+	memcpy(head, "TRLR", 4);
+	put_u32(head + 4, (uint32_t)pad8(strlen(text)));
+	put_u32(head + 12, w->seq);
+	return write_text_block(w, head, sizeof(head), text, 8);
+}
+
+int chkwin_log_close(struct chkwin_log_writer *w)
+{
+	int err = 0;
+
+	if (w->fd >= 0 && close(w->fd)) {
+		err = -errno;
+		fprintf(stderr, "chkwin: error: closing %s: %s\n", w->path, strerror(errno));
+	}
+	w->fd = -1;
+	return err;
+}
+
+const char *chkwin_log_value(const char *text, size_t text_len,
+			     const char *key, size_t *len)
+{
+	size_t klen = strlen(key);
+	const char *p = text, *end = text + text_len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = nl ? nl : end;
+
+		if ((size_t)(line_end - p) > klen && !memcmp(p, key, klen) && p[klen] == '=') {
+			*len = (size_t)(line_end - p - (ptrdiff_t)klen - 1);
+			return p + klen + 1;
+		}
+		p = line_end + 1;
+	}
+	return NULL;
+}
+
+/* Reading. */
+
+static int fail(struct chkwin_log_view *v, enum chkwin_log_status status,
+		uint64_t offset, const char *what)
+{
+	v->status = status;
+	v->offset = offset;
+	snprintf(v->reason, sizeof(v->reason), "%s at byte %llu", what,
+		 (unsigned long long)offset);
+	return status == CHKWIN_LOG_CORRUPT ? -1 : 0;
+}
+
+static size_t text_len(const uint8_t *text, size_t padded)
+{
+	const void *nul = memchr(text, '\0', padded);
+
+	return nul ? (size_t)((const uint8_t *)nul - text) : padded;
+}
+
+/* The first record in a chunk that cannot be right, or -1. */
+static long bad_record(const struct chkwin_log_view *v, const uint8_t *recs,
+		       uint32_t count)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++) {
+		const struct chkwin_rec *r = (const void *)(recs + (size_t)i * CHKWIN_REC_SIZE);
+
+		if (!chkwin_rec_name(r->h.type) || (v->cpus && r->h.cpu >= v->cpus))
+			return i;
+	}
+	return -1;
+}
+
+static int emit(struct chkwin_log_view *v, const uint8_t *recs, uint32_t count,
+		uint64_t base, chkwin_rec_fn fn, void *ctx)
+{
+	uint32_t i;
+
+	for (i = 0; i < count; i++) {
+		struct chkwin_rec rec;
+
+		memcpy(&rec, recs + (size_t)i * CHKWIN_REC_SIZE, sizeof(rec));
+		v->records++;
+		if (fn && fn(&rec, base + (uint64_t)i * CHKWIN_REC_SIZE, ctx))
+			return 1;
+	}
+	return 0;
+}
+
+static unsigned int header_cpus(const struct chkwin_log_view *v)
+{
+	size_t len;
+	const char *val = chkwin_log_value(v->header, v->header_len, "cpus", &len);
+	char buf[16];
+
+	if (!val || len == 0 || len >= sizeof(buf))
+		return 0;
+	memcpy(buf, val, len);
+	buf[len] = '\0';
+	return (unsigned int)strtoul(buf, NULL, 10);
+}
+
+int chkwin_log_parse(const uint8_t *data, size_t size,
+		     struct chkwin_log_view *v, chkwin_rec_fn fn, void *ctx)
+{
+	uint64_t off;
+	uint32_t seq = 0, hlen;
+
+	memset(v, 0, sizeof(*v));
+	if (size < FILE_HEAD_LEN) {
+		if (size < sizeof(CHKWIN_LOG_MAGIC) ||
+		    memcmp(data, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC)))
+			return fail(v, CHKWIN_LOG_CORRUPT, 0, "not a chkwin log (no magic)");
+		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the file header");
+	}
+	if (memcmp(data, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC)))
+		return fail(v, CHKWIN_LOG_CORRUPT, 0, "not a chkwin log (no magic)");
+	if (get_u16(data + 8) != CHKWIN_LOG_VERSION)
+		return fail(v, CHKWIN_LOG_CORRUPT, 8, "unsupported log version");
+	if (get_u16(data + 10) != CHKWIN_REC_SIZE)
+		return fail(v, CHKWIN_LOG_CORRUPT, 10, "unexpected record size");
+	hlen = get_u32(data + 12);
+	if (hlen % 8)
+		return fail(v, CHKWIN_LOG_CORRUPT, 12, "header length not a multiple of 8");
+	if (FILE_HEAD_LEN + (uint64_t)hlen > size)
+		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the header text");
+	v->header = (const char *)data + FILE_HEAD_LEN;
+	v->header_len = text_len(data + FILE_HEAD_LEN, hlen);
+	v->cpus = header_cpus(v);
+
+	off = FILE_HEAD_LEN + hlen;
+	while (off < size) {
+		const uint8_t *head = data + off;
+		uint32_t count, sum;
+		uint64_t body_off = off + CHUNK_HEAD_LEN, avail;
+		long bad;
+
+		if (size - off < CHUNK_HEAD_LEN)
+			return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside a chunk head");
+		count = get_u32(head + 4);
+		sum = get_u32(head + 8);
+		if (get_u32(head + 12) != seq)
+			return fail(v, CHKWIN_LOG_CORRUPT, off + 12, "chunk out of sequence");
+		if (!memcmp(head, "TRLR", 4)) {
+			if (count % 8)
+				return fail(v, CHKWIN_LOG_CORRUPT, off + 4, "bad trailer length");
+			if (body_off + count > size)
+				return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside the trailer");
+			if (crc(data + body_off, count) != sum)
+				return fail(v, CHKWIN_LOG_CORRUPT, off, "trailer CRC mismatch");
+			v->trailer = (const char *)data + body_off;
+			v->trailer_len = text_len(data + body_off, count);
+			if (body_off + count != size)
+				return fail(v, CHKWIN_LOG_CORRUPT, body_off + count,
+					    "bytes after the trailer");
+			v->status = CHKWIN_LOG_COMPLETE;
+			v->offset = size;
+			snprintf(v->reason, sizeof(v->reason), "complete: %llu records",
+				 (unsigned long long)v->records);
+			return 0;
+		}
+		if (memcmp(head, "CHNK", 4) || count == 0 || count > (1u << 24))
+			return fail(v, CHKWIN_LOG_CORRUPT, off, "bad chunk head");
+		avail = (size - body_off) / CHKWIN_REC_SIZE;
+		if (avail < count) {
+			/* Cut short: whole records stand, unverified. */
+			if (bad_record(v, data + body_off, (uint32_t)avail) >= 0)
+				return fail(v, CHKWIN_LOG_CORRUPT, off, "bad record in the last chunk");
+			if (emit(v, data + body_off, (uint32_t)avail, body_off, fn, ctx))
+				return 0;
+			return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside a chunk");
+		}
+		bad = bad_record(v, data + body_off, count);
+		if (bad >= 0)
+			return fail(v, CHKWIN_LOG_CORRUPT, body_off + (uint64_t)bad * CHKWIN_REC_SIZE,
+				    "bad record");
+		if (crc(data + body_off, (size_t)count * CHKWIN_REC_SIZE) != sum)
+			return fail(v, CHKWIN_LOG_CORRUPT, off, "chunk CRC mismatch");
+		if (emit(v, data + body_off, count, body_off, fn, ctx))
+			return 0;
+		off = body_off + (uint64_t)count * CHKWIN_REC_SIZE;
+		seq++;
+	}
+	return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated: no trailer");
+}

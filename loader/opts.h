@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What the command line asks for (parsed in args.c). */
+#ifndef CHKWIN_OPTS_H
+#define CHKWIN_OPTS_H
+
+#include <stdbool.h>
+
+/* Probes as the user and the log name them ("mode.NAME"). */
+enum chkwin_plan_probe {
+	PLAN_CHKSUM,
+	PLAN_VERIFY,
+	PLAN_IGET,
+	PLAN_IRQ,
+	PLAN_IPI,
+	PLAN_SOFTIRQ,
+	PLAN_BLOCK,
+	PLAN_SAMPLE,
+	PLAN_PROBES,
+};
+
+extern const char *const chkwin_plan_names[PLAN_PROBES];
+
+enum chkwin_attach_mode {
+	ATTACH_AUTO,		/* tracepoints where present, else fallbacks */
+	ATTACH_TRACEPOINT,	/* the lab tracepoints or nothing */
+	ATTACH_FALLBACK,	/* kprobes as on a stock kernel */
+};
+
+enum chkwin_format {
+	FORMAT_TEXT,
+	FORMAT_JSON,
+	FORMAT_CSV,
+};
+
+struct chkwin_opts {
+	double interval;	/* seconds between summaries */
+	long count;		/* summaries before exiting, 0: unlimited */
+	double duration;	/* seconds, 0: until a signal or count */
+	const char *output;	/* binary log, or NULL */
+	const char *read_path;	/* --read: decode this log and exit */
+	enum chkwin_format format;
+	int cpu;		/* -1: all */
+	long sample_hz;		/* 0: no sampler */
+	bool off[PLAN_PROBES];	/* turned off by the user */
+	enum chkwin_attach_mode mode;
+	bool counts_only;
+	long ringbuf_mb;
+	bool dry_run;
+	bool verbose;
+	bool quiet;		/* no live summary */
+	const char *kallsyms;
+};
+
+/* Fills opts from argv; exits with argp's status 64 and one line on bad usage. */
+void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts);
+
+#endif /* CHKWIN_OPTS_H */

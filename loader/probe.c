@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Which program serves each probe on this kernel.  Lab kernels have the
+ * ext4 checksum tracepoints; a stock kernel inlines ext4_chksum(), so the
+ * crc32c shash update and __ext4_iget() are kprobed instead.  fexit is
+ * used only if a real attach succeeds (arm64 6.1 cannot: -ENOTSUPP), and
+ * the interrupted pc comes from __irq_regs only where kallsyms has it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "kallsyms.h"
+#include "probe.h"
+
+struct kernel_btf {
+	struct btf *vmlinux;
+	struct btf *ext4;	/* NULL when ext4 is built in */
+};
+
+static int find_type(const struct kernel_btf *kb, const char *name, __u32 kind,
+		     struct btf **where)
+{
+	int id = btf__find_by_name_kind(kb->vmlinux, name, kind);
+
+	*where = kb->vmlinux;
+	if (id < 0 && kb->ext4) {
+		id = btf__find_by_name_kind(kb->ext4, name, kind);
+		*where = kb->ext4;
+	}
+	return id;
+}
+
+static bool has_tp(const struct kernel_btf *kb, const char *tp)
+{
+	struct btf *where;
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return find_type(kb, name, BTF_KIND_TYPEDEF, &where) >= 0;
+}
+
+/* Parameters of a tracepoint, not counting the context pointer. */
+static int tp_arity(const struct kernel_btf *kb, const char *tp)
+{
+	const struct btf_type *t;
+	struct btf *where;
+	char name[128];
+	int id;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = find_type(kb, name, BTF_KIND_TYPEDEF, &where);
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(where, id);
+	t = btf__type_by_id(where, t->type);		/* pointer */
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(where, t->type);		/* prototype */
+	return t && btf_is_func_proto(t) ? btf_vlen(t) - 1 : -1;
+}
+
+/* The kernel's BTF object for a module, as an fd fexit can attach with. */
+static int module_btf_fd(const char *module)
+{
+	__u32 id = 0;
+
+	while (!bpf_btf_get_next_id(id, &id)) {
+		struct bpf_btf_info info = { 0 };
+		__u32 len = sizeof(info);
+		char name[64] = "";
+		int fd = bpf_btf_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		info.name = (__u64)(unsigned long)name;
+		info.name_len = sizeof(name);
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(name, module))
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* As libbpf-tools do: load a trivial fexit program and try to attach it. */
+static bool fexit_attaches(const struct kernel_btf *kb, const char *func)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct btf *where;
+	int id = find_type(kb, func, BTF_KIND_FUNC, &where);
+	int obj_fd = 0, prog_fd, link_fd;
+
+	if (id < 0)
+		return false;
+	if (where == kb->ext4) {
+		obj_fd = module_btf_fd("ext4");
+		if (obj_fd < 0)
+			return false;
+	}
+	LIBBPF_OPTS(bpf_prog_load_opts, load, .expected_attach_type = BPF_TRACE_FEXIT,
+		    .attach_btf_id = (__u32)id, .attach_btf_obj_fd = (__u32)obj_fd);
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "chkwin_probe", "GPL", insns,
+				sizeof(insns) / sizeof(insns[0]), &load);
+	if (obj_fd > 0)
+		close(obj_fd);
+	if (prog_fd < 0)
+		return false;
+	link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+	close(prog_fd);
+	if (link_fd < 0)
+		return false;
+	close(link_fd);
+	return true;
+}
+
+static void read_callers(const struct kernel_btf *kb, struct chkwin_plan *plan)
+{
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	struct btf *where;
+	int id = find_type(kb, "ext4_chksum_caller", BTF_KIND_ENUM, &where), i;
+
+	if (id < 0)
+		return;
+	t = btf__type_by_id(where, id);
+	e = btf_enum(t);
+	for (i = 0; i < btf_vlen(t) && plan->ncallers < CHKWIN_MAX_CALLERS; i++, e++) {
+		const char *name = btf__name_by_offset(where, e->name_off);
+
+		if (e->val >= 0 && e->val < CHKWIN_MAX_CALLERS && name) {
+			plan->callers[e->val] = strdup(name);
+			if ((int)e->val >= plan->ncallers)
+				plan->ncallers = (int)e->val + 1;
+		}
+	}
+}
+
+static int failed(struct chkwin_plan *plan, const char *fmt, const char *arg)
+{
+	snprintf(plan->error, sizeof(plan->error), fmt, arg);
+	return -1;
+}
+
+static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		       const struct ksyms *ks, struct chkwin_plan *p)
+{
+	bool tp = has_tp(kb, "ext4_chksum_begin") && has_tp(kb, "ext4_chksum_end");
+	const char *func = "ext4_chksum";
+
+	if (o->off[PLAN_CHKSUM]) {
+		p->mode[PLAN_CHKSUM] = "off";
+	} else if (tp && o->mode != ATTACH_FALLBACK) {
+		p->mode[PLAN_CHKSUM] = "tp_btf";
+		p->use_chksum_tp = true;
+	} else if (o->mode == ATTACH_TRACEPOINT) {
+		return failed(p, "no ext4_chksum_begin/_end tracepoints in %s (not a chkwin kernel?)",
+			      "kernel BTF");
+	} else if (ksyms_addr(ks, "chksum_update")) {
+		p->mode[PLAN_CHKSUM] = "kprobe:chksum_update";
+		func = "chksum_update";
+	} else {
+		return failed(p, "no checksum probe: neither the ext4_chksum tracepoints nor %s",
+			      "chksum_update (crc32c_generic) in kallsyms");
+	}
+	/* Arrivals are placed in ext4_chksum() if it is out of line. */
+	if (!p->use_chksum_tp && ksyms_addr(ks, "ext4_chksum"))
+		func = "ext4_chksum";
+	if (!ksyms_range(ks, func, &p->func[0].start, &p->func[0].end))
+		p->func[0].name = func;
+	if (!ksyms_range(ks, "ext4_chksum_gcc49", &p->func[1].start, &p->func[1].end))
+		p->func[1].name = "ext4_chksum_gcc49";
+	p->window_start = ksyms_addr(ks, "ext4_chksum_gcc49_window_start");
+	p->window_end = ksyms_addr(ks, "ext4_chksum_gcc49_window_end");
+	if (!p->window_start || !p->window_end)
+		p->window_start = p->window_end = 0;
+	return 0;
+}
+
+static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		     const struct ksyms *ks, struct chkwin_plan *p)
+{
+	bool tp = has_tp(kb, "ext4_inode_csum_verify");
+
+	if (o->off[PLAN_VERIFY])
+		p->mode[PLAN_VERIFY] = "off";
+	else if (tp && o->mode != ATTACH_FALLBACK)
+		p->mode[PLAN_VERIFY] = "tp_btf";
+	else if (o->mode == ATTACH_TRACEPOINT)
+		return failed(p, "no ext4_inode_csum_verify tracepoint in %s", "kernel BTF");
+	else
+		p->mode[PLAN_VERIFY] = "absent";
+
+	if (o->off[PLAN_IGET]) {
+		p->mode[PLAN_IGET] = "off";
+	} else if (!ksyms_addr(ks, "__ext4_iget")) {
+		return failed(p, "no %s in kallsyms (is ext4 loaded?)", "__ext4_iget");
+	} else if (o->mode != ATTACH_FALLBACK && fexit_attaches(kb, "__ext4_iget")) {
+		p->mode[PLAN_IGET] = "fexit";
+		p->use_fexit_iget = true;
+	} else {
+		p->mode[PLAN_IGET] = "kprobe+kretprobe";
+	}
+	return 0;
+}
+
+static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		    const struct ksyms *ks, struct chkwin_plan *p)
+{
+	if (o->off[PLAN_IRQ]) {
+		p->mode[PLAN_IRQ] = "off";
+	} else if (!has_tp(kb, "irq_handler_entry") || !has_tp(kb, "irq_handler_exit")) {
+		return failed(p, "no irq_handler_entry/exit tracepoints in %s", "kernel BTF");
+	} else if (o->mode != ATTACH_FALLBACK && ksyms_addr(ks, "__irq_regs")) {
+		p->mode[PLAN_IRQ] = "tp_btf+irq_regs";
+		p->use_irq_regs = true;
+	} else if (!ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
+		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
+		p->mode[PLAN_IRQ] = "tp_btf+stack";
+	} else {
+		return failed(p, "neither __irq_regs nor the %s vectors in kallsyms",
+			      "el1h_64_irq/el0t_64_irq");
+	}
+
+	if (o->off[PLAN_IPI] || o->off[PLAN_IRQ])
+		p->mode[PLAN_IPI] = "off";
+	else
+		p->mode[PLAN_IPI] = has_tp(kb, "ipi_entry") ? "tp_btf" : "absent";
+
+	if (o->off[PLAN_SOFTIRQ])
+		p->mode[PLAN_SOFTIRQ] = "off";
+	else if (has_tp(kb, "softirq_entry") && has_tp(kb, "softirq_exit"))
+		p->mode[PLAN_SOFTIRQ] = "tp_btf";
+	else
+		return failed(p, "no softirq_entry/exit tracepoints in %s", "kernel BTF");
+	return 0;
+}
+
+static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		      struct chkwin_plan *p)
+{
+	int arity = tp_arity(kb, "block_rq_issue");
+
+	if (o->off[PLAN_BLOCK]) {
+		p->mode[PLAN_BLOCK] = "off";
+		return 0;
+	}
+	if (arity < 1 || arity > 2 || !has_tp(kb, "block_rq_complete"))
+		return failed(p, "no usable block_rq_issue/complete tracepoints in %s",
+			      "kernel BTF");
+	/* v5.11 dropped the request_queue argument of block_rq_issue. */
+	p->rq_issue_arg = arity - 1;
+	p->mode[PLAN_BLOCK] = "tp_btf";
+	return 0;
+}
+
+int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
+{
+	struct kernel_btf kb = { 0 };
+	struct ksyms ks;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (ksyms_load(&ks, o->kallsyms))
+		return failed(p, "cannot read kernel symbols from %s", o->kallsyms);
+	kb.vmlinux = btf__load_vmlinux_btf();
+	if (!kb.vmlinux) {
+		ksyms_free(&ks);
+		return failed(p, "no kernel BTF (%s): CONFIG_DEBUG_INFO_BTF is needed",
+			      "/sys/kernel/btf/vmlinux");
+	}
+	kb.ext4 = btf__load_module_btf("ext4", kb.vmlinux);
+
+	err = plan_chksum(o, &kb, &ks, p);
+	if (!err)
+		err = plan_iget(o, &kb, &ks, p);
+	if (!err)
+		err = plan_irq(o, &kb, &ks, p);
+	if (!err)
+		err = plan_block(o, &kb, p);
+	p->mode[PLAN_SAMPLE] = o->sample_hz ? "perf_event" : "off";
+	read_callers(&kb, p);
+
+	btf__free(kb.ext4);
+	btf__free(kb.vmlinux);
+	ksyms_free(&ks);
+	return err;
+}
+
+void chkwin_plan_free(struct chkwin_plan *p)
+{
+	int i;
+
+	for (i = 0; i < CHKWIN_MAX_CALLERS; i++)
+		free((char *)p->callers[i]);
+	memset(p->callers, 0, sizeof(p->callers));
+}
+
+bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_plan_probe probe)
+{
+	const char *m = p->mode[probe];
+
+	return m && strcmp(m, "off") && strcmp(m, "absent");
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Feature probing: what this kernel offers, and which program serves each probe. */
+#ifndef CHKWIN_PROBE_H
+#define CHKWIN_PROBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "chkwin.h"
+#include "opts.h"
+
+#define CHKWIN_MAX_CALLERS 32
+
+struct chkwin_plan {
+	/* How each probe attaches ("tp_btf", "kprobe+kretprobe", "off"...). */
+	const char *mode[PLAN_PROBES];
+	bool use_fexit_iget;
+	bool use_irq_regs;
+	bool use_chksum_tp;
+	int rq_issue_arg;
+	struct {
+		const char *name;
+		uint64_t start, end;
+	} func[CHKWIN_FUNCS];
+	uint64_t window_start, window_end;
+	uint64_t el1_irq_start, el1_irq_end, el0_irq_start, el0_irq_end;
+	const char *callers[CHKWIN_MAX_CALLERS];
+	int ncallers;
+	char error[200];	/* why the plan cannot be carried out */
+};
+
+/*
+ * Decide every probe from kallsyms, kernel BTF (vmlinux and the ext4 module)
+ * and, for fexit, a real attach attempt.  Returns 0, or -1 with plan->error.
+ */
+int chkwin_plan_make(const struct chkwin_opts *opts, struct chkwin_plan *plan);
+void chkwin_plan_free(struct chkwin_plan *plan);
+
+/* Whether a mode string means something was attached. */
+bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_plan_probe p);
+
+#endif /* CHKWIN_PROBE_H */

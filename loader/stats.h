@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The in-kernel counters and histograms, summed over CPUs. */
+#ifndef CHKWIN_STATS_H
+#define CHKWIN_STATS_H
+
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "chkwin.h"
+
+struct chkwin_counts {
+	uint64_t v[CHKWIN_COUNTERS];
+};
+
+struct chkwin_hist {
+	uint64_t v[CHKWIN_HIST_ENTRIES];
+};
+
+extern const char *const chkwin_class_names[CHKWIN_CLASSES];
+extern const char *const chkwin_probe_names[CHKWIN_PROBES];
+
+/* Name of counter i as the trailer spells it (count.NAME). */
+const char *chkwin_counter_name(int i, char *buf, unsigned long len);
+
+int chkwin_counts_read(int map_fd, int ncpus, struct chkwin_counts *out);
+int chkwin_hist_read(int map_fd, int ncpus, struct chkwin_hist *out);
+
+static inline uint64_t chkwin_hist_at(const struct chkwin_hist *h, int src, int func, int slot)
+{
+	return h->v[(src * CHKWIN_FUNCS + func) * CHKWIN_HIST_SLOTS + slot];
+}
+
+uint64_t chkwin_counts_lost(const struct chkwin_counts *c);
+
+#endif /* CHKWIN_STATS_H */
