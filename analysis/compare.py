@@ -1,0 +1,122 @@
+"""Kernels side by side: failures per million checksum calls with exact
+95% Poisson intervals, window-hit rate, the share of failures that follow a
+window interrupt, completion-to-verification latencies, and a verdict that
+is computed from those numbers, never written in advance."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from poisson import poisson_ci, rate_ratio  # noqa: E402
+
+PER = 1e6
+
+
+def calls_of(log):
+    """Checksum calls made: the in-kernel counter when the log has a
+    trailer (it counts calls whose record was lost too), else the records."""
+    if log.trailer and log.trailer.get("count.chksum"):
+        return int(log.trailer["count.chksum"])
+    return len(log.of("chksum"))
+
+
+def row(path, log, corr):
+    calls = calls_of(log)
+    k = len(corr.failures)
+    lo, hi = poisson_ci(k)
+    w = int(len(corr.window_calls))
+    wlo, whi = poisson_ci(w)
+    lat = np.array(corr.latencies_ns(), float) / 1e6
+    scale = PER / calls if calls else float("nan")
+    return {
+        "log": str(path), "flavour": log.header.get("flavour", "?"),
+        "window": log.header.get("chksum_window", "?"),
+        "status": log.status, "calls": calls, "failures": k,
+        "per_million": k * scale, "ci": (lo * scale, hi * scale),
+        "window_hits": w, "window_per_million": w * scale,
+        "window_ci": (wlo * scale, whi * scale),
+        "attributed": corr.attributed(),
+        "latency_ms": lat.tolist(),
+    }
+
+
+def _pool(rows):
+    return sum(r["failures"] for r in rows), sum(r["calls"] for r in rows)
+
+
+def _ratio_text(a, b):
+    (k1, n1), (k2, n2) = _pool(a), _pool(b)
+    ratio, lo, hi = rate_ratio(k1, n1, k2, n2)
+    if ratio is None:
+        return None, "no failures in either, so no ratio"
+    fmt = (lambda x: "inf" if x == float("inf") else f"{x:.2g}")
+    return (lo <= 1 <= hi), f"ratio {fmt(ratio)}, 95% CI {fmt(lo)}-{fmt(hi)}"
+
+
+def verdict(rows):
+    total = sum(r["failures"] for r in rows)
+    attributed = sum(r["attributed"] for r in rows)
+    parts = []
+    if total:
+        parts.append(f"{attributed} of {total} failures follow an interrupt in "
+                     "the stack-release window")
+    else:
+        parts.append("no checksum failures in these logs")
+    gcc49 = [r for r in rows if r["window"] == "gcc49"]
+    flavours = sorted({r["flavour"] for r in gcc49})
+    if "patched" in flavours and "unpatched" in flavours:
+        same, txt = _ratio_text([r for r in gcc49 if r["flavour"] == "patched"],
+                                [r for r in gcc49 if r["flavour"] == "unpatched"])
+        verb = "does not change" if same else "changes"
+        parts.append(f"the barrier flavour {verb} the failure rate "
+                     f"(patched/unpatched {txt})" if same is not None else txt)
+    off = [r for r in rows if r["window"] == "off"]
+    if off and gcc49:
+        same, txt = _ratio_text(gcc49, off)
+        verb = "does not change" if same else "changes"
+        parts.append(f"the emulated window {verb} it (gcc49/off {txt})"
+                     if same is not None else f"gcc49 against off: {txt}")
+    return "; ".join(parts) + "."
+
+
+def table(rows):
+    head = ["log", "flavour", "window", "calls", "failures", "per 1M calls (95% CI)",
+            "window hits per 1M (95% CI)", "after window irq", "latency ms median/max"]
+    out = [head]
+    for r in rows:
+        lat = r["latency_ms"]
+        out.append([
+            r["log"] + (" (truncated)" if r["status"] == "truncated" else ""),
+            r["flavour"], r["window"], str(r["calls"]), str(r["failures"]),
+            f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g})",
+            f"{r['window_per_million']:.3g} ({r['window_ci'][0]:.3g}-"
+            f"{r['window_ci'][1]:.3g})",
+            f"{r['attributed']}/{r['failures']}",
+            f"{np.median(lat):.3g}/{max(lat):.3g}" if lat else "-"])
+    return out
+
+
+def text(rows):
+    t = table(rows)
+    widths = [max(len(line[i]) for line in t) for i in range(len(t[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in t]
+    return "\n".join(lines) + "\n\nverdict: " + verdict(rows) + "\n"
+
+
+def latency_plot(rows, path):
+    """Completion-to-verification latency of each failure, one column per log."""
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100, layout="constrained")
+    for i, r in enumerate(rows):
+        lat = r["latency_ms"]
+        ax.scatter(np.full(len(lat), i + 1), lat, marker="o", alpha=0.7)
+        if lat:
+            ax.boxplot([lat], positions=[i + 1], widths=0.4)
+    ax.set_xticks(range(1, len(rows) + 1),
+                  [f"{r['flavour']}/{r['window']}\n#{i + 1}" for i, r in enumerate(rows)])
+    ax.set_xlim(0.5, len(rows) + 0.5)
+    ax.set_ylabel("block completion to failed verification (ms)")
+    ax.set_title("Completion-to-verification latency of failing inodes")
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,198 @@
+"""Which interrupt corrupted which checksum.
+
+Arrivals (irq and sample records) are placed in the checksum call running
+on their CPU at that moment.  A failure (a verify mismatch, or iget's
+-EFSBADCRC when the verify probe is absent) is traced back to the calls
+that computed it: the EXT4_CHKSUM_SEED and EXT4_CHKSUM_INODE calls of the
+same task since its previous verdict.  Seed calls count because a
+corrupted i_csum_seed fails the inode just as surely (5 of the 6 failures of
+the first real gcc49 run were seed calls, not the last inode call).
+The failure is attributed when one of those calls had a window arrival on
+its CPU.  Records come in commit order, so everything is sorted by ts.
+"""
+
+import numpy as np
+
+import chkwinlog
+from chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_MISMATCH
+
+WINDOW_CLASS = chkwinlog.CLASSES.index("window")
+EFSBADCRC = -74
+VERDICT_CALLERS = ("EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE")
+
+
+def _by_ts(arr):
+    return arr[np.argsort(arr["ts"], kind="stable")]
+
+
+class Arrivals:
+    """Every irq/sample arrival that fell inside a checksum call, as
+    parallel arrays (one entry per arrival)."""
+
+    def __init__(self, calls, sources):
+        parts = []
+        for source, recs in sources:
+            idx = _containing_call(calls, recs)
+            inside = idx >= 0
+            recs, idx = recs[inside], idx[inside]
+            parts.append((source, recs, idx))
+        self.source = np.concatenate(
+            [np.full(len(r), s, "U6") for s, r, _ in parts]) if parts else np.zeros(0, "U6")
+        cat = (lambda f: np.concatenate([r[f] for _, r, _ in parts])
+               if parts else np.zeros(0))
+        self.call = np.concatenate([i for _, _, i in parts]) if parts else np.zeros(0, int)
+        self.ts = cat("ts").astype(np.int64)
+        self.cpu = cat("cpu")
+        self.cls = cat("class")
+        self.func = cat("func")
+        self.offset = cat("offset")
+        self.pc = cat("pc")
+        begin = calls["ts"][self.call].astype(np.int64)
+        span = calls["end_ns"][self.call].astype(np.int64) - begin
+        self.offset_ns = self.ts - begin
+        self.position = np.where(span > 0, self.offset_ns / np.maximum(span, 1), 0.0)
+        self.window = self.cls == WINDOW_CLASS
+
+    def __len__(self):
+        return len(self.ts)
+
+
+def _containing_call(calls, recs):
+    """Index into calls (ts-sorted) of the call running on the record's CPU
+    when it arrived, or -1."""
+    out = np.full(len(recs), -1, np.int64)
+    for cpu in np.unique(recs["cpu"]):
+        on = np.nonzero(calls["cpu"] == cpu)[0]
+        mine = np.nonzero(recs["cpu"] == cpu)[0]
+        if not len(on):
+            continue
+        ts = recs["ts"][mine]
+        pos = np.searchsorted(calls["ts"][on], ts, "right") - 1
+        ok = pos >= 0
+        hit = on[np.where(ok, pos, 0)]
+        ok &= ts <= calls["end_ns"][hit]
+        out[mine[ok]] = hit[ok]
+    return out
+
+
+def verdicts(log):
+    """(records, source) of the inode checksum failures in the log."""
+    if log.header.get("mode.verify", "absent") not in ("absent", "off"):
+        v = log.of("verify")
+        return _by_ts(v[(v["flags"] & F_MISMATCH) != 0]), "verify"
+    g = log.of("iget")
+    return _by_ts(g[g["err"] == EFSBADCRC]), "iget"
+
+
+class Correlation:
+    def __init__(self, log, geometry=None):
+        self.log = log
+        self.geometry = geometry
+        self.calls = _by_ts(log.of("chksum"))
+        self.arrivals = Arrivals(self.calls, [("irq", log.of("irq")),
+                                              ("sample", log.of("sample"))])
+        self.window_calls = np.unique(self.arrivals.call[self.arrivals.window])
+        self.failing, self.source = verdicts(log)
+        self.caller_names = log.callers()
+        wanted = {n for n, name in self.caller_names.items() if name in VERDICT_CALLERS}
+        self._verdict_calls = self._calls_of_callers(wanted)
+        marks = np.concatenate([log.of("verify")[["tid", "ts"]],
+                                log.of("iget")[["tid", "ts"]]]) \
+            if len(log.of("verify")) or len(log.of("iget")) else None
+        self._marks = marks[np.lexsort((marks["ts"], marks["tid"]))] \
+            if marks is not None else None
+        blocks = log.of("block")
+        self.completions = _by_ts(blocks[(blocks["flags"] & F_COMPLETE) != 0])
+        self.failures = [self._failure(v) for v in self.failing]
+
+    def _calls_of_callers(self, wanted):
+        """Indexes of the calls that feed an inode verdict, sorted by
+        (tid, end_ns), so a task's calls are one searchsorted away."""
+        caller = self.calls["caller"]
+        keep = np.isin(caller, list(wanted)) | (caller == CALLER_UNKNOWN) \
+            if wanted else np.ones(len(caller), bool)
+        idx = np.nonzero(keep)[0]
+        order = np.lexsort((self.calls["end_ns"][idx], self.calls["tid"][idx]))
+        return idx[order]
+
+    def _task_slice(self, sorted_tids, tid):
+        return (np.searchsorted(sorted_tids, tid, "left"),
+                np.searchsorted(sorted_tids, tid, "right"))
+
+    def _group(self, v):
+        """Calls of v's task that ended by v.ts and began after the task's
+        previous verdict (verify or iget record)."""
+        tid, ts = v["tid"], v["ts"]
+        prev = 0
+        if self._marks is not None:
+            lo, hi = self._task_slice(self._marks["tid"], tid)
+            k = lo + np.searchsorted(self._marks["ts"][lo:hi], ts, "left") - 1
+            prev = int(self._marks["ts"][k]) if k >= lo else 0
+        vc = self._verdict_calls
+        lo, hi = self._task_slice(self.calls["tid"][vc], tid)
+        mine = vc[lo:hi]
+        end = lo + np.searchsorted(self.calls["end_ns"][mine], ts, "right")
+        group = vc[lo:end]
+        return group[self.calls["ts"][group] > prev]
+
+    def _failure(self, v):
+        group = self._group(v)
+        a = self.arrivals
+        in_group = np.isin(a.call, group)
+        hits = np.nonzero(in_group & a.window)[0]
+        if len(hits):
+            call = int(a.call[hits[np.argmax(self.calls["ts"][a.call[hits]])]])
+        else:
+            call = int(group[-1]) if len(group) else None
+        c = self.calls[call] if call is not None else None
+        out = {
+            "ino": int(v["ino"]), "dev": int(v["dev"]), "ts": int(v["ts"]),
+            "cpu": int(v["cpu"]), "tid": int(v["tid"]), "source": self.source,
+            "stored": int(v["stored"]) if self.source == "verify" else None,
+            "computed": int(v["computed"]) if self.source == "verify" else None,
+            "group_calls": len(group),
+            "attributed": bool(len(hits)),
+            "call": None if c is None else {
+                "ts": int(c["ts"]), "end_ns": int(c["end_ns"]), "cpu": int(c["cpu"]),
+                "caller": self.caller_names.get(int(c["caller"]), str(c["caller"])),
+                "length": int(c["length"]), "seed": int(c["seed"]),
+                "result": int(c["result"]), "irqs": int(c["irqs"])},
+            "window_arrivals": [self.arrival_dict(i) for i in hits
+                                if a.call[i] == call],
+        }
+        out.update(self._block(v))
+        return out
+
+    def arrival_dict(self, i):
+        a = self.arrivals
+        return {"source": str(a.source[i]), "ts": int(a.ts[i]), "cpu": int(a.cpu[i]),
+                "offset_ns": int(a.offset_ns[i]), "position": float(a.position[i]),
+                "pc": int(a.pc[i]), "func": int(a.func[i]),
+                "offset": int(a.offset[i])}
+
+    def _block(self, v):
+        """The latest completion that brought v's inode-table block in."""
+        none = {"block_sector": None, "block": None}
+        if self.geometry is None:
+            return none
+        where = self.geometry.inode_sectors(v["ino"])
+        if where is None:
+            return none
+        sector, count = where
+        c = self.completions
+        ok = ((c["dev"] == v["dev"]) & (c["sector"] <= sector)
+              & (c["sector"] + c["nr_sectors"] >= sector + count) & (c["ts"] <= v["ts"]))
+        idx = np.nonzero(ok)[0]
+        if not len(idx):
+            return {"block_sector": sector, "block": None}
+        b = c[idx[-1]]
+        return {"block_sector": sector, "block": {
+            "ts": int(b["ts"]), "cpu": int(b["cpu"]), "sector": int(b["sector"]),
+            "nr_sectors": int(b["nr_sectors"]), "latency_ns": int(v["ts"] - b["ts"]),
+            "cross_cpu": bool(b["cpu"] != v["cpu"])}}
+
+    def attributed(self):
+        return sum(f["attributed"] for f in self.failures)
+
+    def latencies_ns(self):
+        return [f["block"]["latency_ns"] for f in self.failures if f["block"]]

@@ -1,0 +1,208 @@
+"""Heat maps of where interrupts land: by instruction offset within the
+checksum functions, and by position within each checksum computation, over
+time, one row of panels per CPU, failures marked.
+
+Also writes arrivals.txt for Brendan Gregg's trace2heatmap.pl: one line per
+arrival inside a checksum call, "TIME LATENCY" with TIME in microseconds
+since the recording started and LATENCY the nanoseconds from the call's
+begin to the arrival:
+    trace2heatmap.pl --unitstime=us --unitslatency=ns arrivals.txt
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+
+from chkwinlog import FUNC_NONE  # noqa: E402
+from summary import duration_s, first_ts  # noqa: E402
+
+DPI = 100
+WIDTH_IN = 11
+ROW_IN = 3.2
+TIME_BINS = 60
+POSITION_BINS = 50
+SLOT = 4                # one bin per instruction
+
+
+def size_px(cpus):
+    """(width, height) in pixels of the figures for that many CPU rows."""
+    return WIDTH_IN * DPI, int(round((ROW_IN * cpus + 1.0) * DPI))
+
+
+def _funcs(log):
+    out = []
+    for n in range(8):
+        f = log.func(n)
+        if f:
+            out.append((n, f))
+    return out
+
+
+def _arrivals_in_funcs(log):
+    """(source, cpu, ts, func, offset) of irq and sample arrivals whose pc
+    was in a checksum function."""
+    parts = [r[r["func"] != FUNC_NONE] for r in (log.of("irq"), log.of("sample"))]
+    return {k: np.concatenate([p[k] for p in parts]) for k in ("cpu", "ts", "func", "offset")}
+
+
+def _cpus(log):
+    n = int(log.header.get("cpus", "0") or 0)
+    return list(range(n)) if n else sorted(set(log.heads()["cpu"].tolist())) or [0]
+
+
+def _failure_marks(corr, t0):
+    """cpu -> list of (time s, func, offset, position) of window arrivals
+    of attributed failures; unattributed failures have func None."""
+    marks = {}
+    for f in corr.failures:
+        t = (f["ts"] - t0) / 1e9
+        hits = f["window_arrivals"] or [None]
+        for w in hits:
+            marks.setdefault(f["cpu"], []).append(
+                (t, w["func"] if w else None, w["offset"] if w else None,
+                 w["position"] if w else None))
+    return marks
+
+
+def _time_edges(log, t0):
+    secs = max(duration_s(log), 1e-3)
+    return np.linspace(0, secs * 1.0001, TIME_BINS + 1)
+
+
+def _draw(ax, x, y, xedges, yedges, norm):
+    counts, _, _ = np.histogram2d(x, y, bins=(xedges, yedges))
+    mesh = ax.pcolormesh(xedges, yedges, counts.T, norm=norm, cmap="inferno",
+                         shading="flat", rasterized=True)  # keeps the SVG small
+    return counts, mesh
+
+
+def offset_map(log, corr, stem):
+    """Figure (1): arrivals by byte offset (x) over time (y).  Returns the
+    per-(cpu, func) offset histograms summed over time."""
+    t0 = first_ts(log)
+    funcs = _funcs(log)
+    cpus = _cpus(log)
+    arr = _arrivals_in_funcs(log)
+    win = log.window()
+    yedges = _time_edges(log, t0)
+    marks = _failure_marks(corr, t0)
+    fig, axes = plt.subplots(len(cpus), max(1, len(funcs)), squeeze=False,
+                             figsize=(WIDTH_IN, ROW_IN * len(cpus) + 1.0), dpi=DPI,
+                             layout="constrained")
+    norm = LogNorm(vmin=1, vmax=max(2, _max_cell(arr, funcs, yedges, t0)))
+    columns, mesh = {}, None
+    for r, cpu in enumerate(cpus):
+        for c, (n, (name, start, end)) in enumerate(funcs):
+            ax = axes[r][c]
+            size = end - start
+            xedges = np.arange(0, size + SLOT, SLOT)
+            sel = (arr["cpu"] == cpu) & (arr["func"] == n)
+            counts, mesh = _draw(ax, arr["offset"][sel].astype(float),
+                                 (arr["ts"][sel].astype(np.int64) - t0) / 1e9,
+                                 xedges, yedges, norm)
+            columns[(cpu, n)] = counts.sum(axis=1)
+            if win and start <= win[0] < end:
+                ax.axvspan(win[0] - start, win[1] - start + SLOT, color="cyan",
+                           alpha=0.25, label="stack-release window")
+            pts = [m for m in marks.get(cpu, []) if m[1] == n]
+            if pts:
+                ax.scatter([p[2] + SLOT / 2 for p in pts], [p[0] for p in pts],
+                           marker="x", s=60, color="lime", label="checksum failure")
+            ax.set_title(f"CPU {cpu}: {name}", fontsize=9)
+            ax.set_xlabel("instruction offset in function (bytes)")
+            ax.set_ylabel("time since start (s)")
+            ax.set_xlim(0, size)
+            ax.set_ylim(yedges[0], yedges[-1])
+            if pts or (win and start <= win[0] < end):
+                ax.legend(loc="upper left", fontsize=7)
+    if mesh is not None:
+        fig.colorbar(mesh, ax=axes, label="arrivals per cell (log scale)")
+    fig.suptitle("Interrupt arrivals inside the checksum functions "
+                 f"({log.header.get('flavour', '?')}, window "
+                 f"{log.header.get('chksum_window', '?')})")
+    _save(fig, stem)
+    return columns
+
+
+def _max_cell(arr, funcs, yedges, t0):
+    best = 1
+    for n, (_, start, end) in funcs:
+        sel = arr["func"] == n
+        for cpu in np.unique(arr["cpu"][sel]):
+            s = sel & (arr["cpu"] == cpu)
+            counts, _, _ = np.histogram2d(
+                arr["offset"][s].astype(float), (arr["ts"][s].astype(np.int64) - t0) / 1e9,
+                bins=(np.arange(0, end - start + SLOT, SLOT), yedges))
+            best = max(best, counts.max())
+    return best
+
+
+def position_map(log, corr, stem):
+    """Figure (2): arrival position within the computation (0 = begin,
+    1 = end) over time."""
+    t0 = first_ts(log)
+    cpus = _cpus(log)
+    a = corr.arrivals
+    yedges = _time_edges(log, t0)
+    xedges = np.linspace(0, 1, POSITION_BINS + 1)
+    marks = _failure_marks(corr, t0)
+    times = (a.ts - t0) / 1e9
+    peak = max([np.histogram2d(a.position[a.cpu == cpu], times[a.cpu == cpu],
+                               bins=(xedges, yedges))[0].max() for cpu in cpus] + [2])
+    norm = LogNorm(vmin=1, vmax=peak)
+    fig, axes = plt.subplots(len(cpus), 1, squeeze=False,
+                             figsize=(WIDTH_IN, ROW_IN * len(cpus) + 1.0), dpi=DPI,
+                             layout="constrained")
+    mesh = None
+    for r, cpu in enumerate(cpus):
+        ax = axes[r][0]
+        sel = a.cpu == cpu
+        _, mesh = _draw(ax, a.position[sel], times[sel], xedges, yedges, norm)
+        pts = [m for m in marks.get(cpu, []) if m[3] is not None]
+        if pts:
+            ax.scatter([p[3] for p in pts], [p[0] for p in pts], marker="x", s=60,
+                       color="lime", label="window arrival of a failing call")
+            ax.legend(loc="upper left", fontsize=7)
+        ax.set_title(f"CPU {cpu}", fontsize=9)
+        ax.set_xlabel("arrival position within the checksum call (0 = begin, 1 = end)")
+        ax.set_ylabel("time since start (s)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(yedges[0], yedges[-1])
+    fig.colorbar(mesh, ax=axes, label="arrivals per cell (log scale)")
+    fig.suptitle("Where in each checksum computation interrupts arrive")
+    _save(fig, stem)
+
+
+def _save(fig, stem):
+    for ext in ("png", "svg"):
+        fig.savefig(f"{stem}.{ext}", format=ext, dpi=DPI)
+    plt.close(fig)
+
+
+def trace_file(log, corr, path):
+    t0 = first_ts(log)
+    a = corr.arrivals
+    order = np.argsort(a.ts, kind="stable")
+    data = np.column_stack([(a.ts[order] - t0) / 1e3, a.offset_ns[order]])
+    np.savetxt(path, data, fmt=["%.3f", "%d"])
+
+
+def write_all(log, corr, outdir):
+    """Both heat maps (PNG and SVG) and arrivals.txt in outdir.  Returns
+    the arrivals counted in the window column of figure (1), per CPU."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    columns = offset_map(log, corr, outdir / "offset")
+    position_map(log, corr, outdir / "position")
+    trace_file(log, corr, outdir / "arrivals.txt")
+    win = log.window()
+    in_window = {}
+    for (cpu, n), col in columns.items():
+        _, start, end = log.func(n)
+        if win and start <= win[0] < end:
+            lo, hi = (win[0] - start) // SLOT, (win[1] - start) // SLOT
+            in_window[cpu] = in_window.get(cpu, 0) + int(col[lo:hi + 1].sum())
+    return {"files": sorted(str(p.name) for p in outdir.iterdir()),
+            "window_column": in_window}

@@ -1,0 +1,82 @@
+"""One log at a glance: kernel, flavour, how each probe attached, how long
+it ran, what it recorded and lost, and whether the log is whole."""
+
+import chkwinlog
+
+
+def duration_s(log):
+    """Seconds recorded: started_ns to ended_ns, or to the last record of
+    a truncated log."""
+    start = int(log.header.get("started_ns", "0") or 0)
+    if log.trailer and log.trailer.get("ended_ns"):
+        end = int(log.trailer["ended_ns"])
+    elif len(log):
+        end = int(log.heads()["ts"].max())
+    else:
+        end = start
+    return max(0.0, (end - start) / 1e9)
+
+
+def summarize(log, path, corr=None):
+    h = log.header
+    counts = {kind: len(log.of(kind)) for kind in chkwinlog.TYPES.values()}
+    secs = duration_s(log)
+    irq_classes = {}
+    for kind in ("irq", "sample"):
+        cls = log.of(kind)["class"]
+        irq_classes[kind] = {name: int((cls == n).sum())
+                             for n, name in enumerate(chkwinlog.CLASSES)}
+    out = {
+        "log": str(path), "status": log.status,
+        "truncated": log.status == "truncated",
+        "reason": log.reason if log.status == "truncated" else None,
+        "kernel_release": h.get("kernel_release"), "flavour": h.get("flavour"),
+        "chksum_window": h.get("chksum_window"), "cpus": h.get("cpus"),
+        "sample_hz": h.get("sample_hz"),
+        "modes": {k[5:]: v for k, v in h.items() if k.startswith("mode.")},
+        "duration_s": round(secs, 3),
+        "records": counts,
+        "rates_per_s": {k: round(v / secs, 1) if secs else None
+                        for k, v in counts.items()},
+        "classes": irq_classes,
+        "lost": {k[5:]: int(v) for k, v in (log.trailer or {}).items()
+                 if k.startswith("lost.")},
+        "ending": (log.trailer or {}).get("ending"),
+    }
+    if corr is not None:
+        out["failures"] = len(corr.failures)
+        out["failures_attributed"] = corr.attributed()
+        out["failure_source"] = corr.source
+        out["window_hit_calls"] = int(len(corr.window_calls))
+        out["arrivals_in_calls"] = len(corr.arrivals)
+    return out
+
+
+def text(s):
+    lines = [f"log: {s['log']}", f"status: {s['status']}"
+             + (f" ({s['reason']})" if s["truncated"] else "")]
+    for key in ("kernel_release", "flavour", "chksum_window", "cpus",
+                "sample_hz", "duration_s", "ending"):
+        lines.append(f"{key}: {s[key]}")
+    lines.append("modes: " + " ".join(f"{k}={v}" for k, v in s["modes"].items()))
+    lines.append("records: " + " ".join(
+        f"{k}={v} ({s['rates_per_s'][k]}/s)" for k, v in s["records"].items()))
+    for kind, cls in s["classes"].items():
+        lines.append(f"{kind} classes: " + " ".join(f"{k}={v}" for k, v in cls.items()))
+    lost = s["lost"]
+    lines.append("lost: " + (" ".join(f"{k}={v}" for k, v in lost.items())
+                             if lost else "unknown (no trailer)"))
+    if "failures" in s:
+        lines.append(f"failures ({s['failure_source']}): {s['failures']}, "
+                     f"{s['failures_attributed']} after a window interrupt; "
+                     f"calls with a window arrival: {s['window_hit_calls']}")
+    return "\n".join(lines) + "\n"
+
+
+def first_ts(log):
+    """Time zero for plots: started_ns, else the earliest record."""
+    start = log.header.get("started_ns")
+    if start:
+        return int(start)
+    return int(log.heads()["ts"].min()) if len(log) else 0
+

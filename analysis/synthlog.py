@@ -1,0 +1,236 @@
+"""Synthetic chkwin logs with known answers, written in the version 1
+format of docs/log-format.md (the same layout chkwinlog reads).
+
+generate() lays out igets the way the lab kernel does them: an inode-table
+block completion when a block is first needed, two EXT4_CHKSUM_SEED calls
+(inode number, generation), the inode checksum calls, the verdict and the
+iget return, with interrupts of every class in between.  Chosen igets fail:
+K of them with a window interrupt inside one of their calls (seed or inode,
+alternately), M with no window interrupt at all.  A window interrupt on the
+other CPU at the same moment checks that attribution stays on one CPU.
+"""
+
+import struct
+import zlib
+
+import numpy as np
+
+from chkwinlog import (CHUNK_HEAD, DTYPES, F_COMPLETE, F_HANDLED, F_IN_CHKSUM,
+                       F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, MAGIC, REC_SIZE,
+                       TYPE_IDS, TYPES, VERSION)
+
+FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
+FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
+WINDOW = (0xffffffc0082ab214, 0xffffffc0082ab218)
+DEV = 254 << 20
+CALLER_INODE, CALLER_SEED, CALLER_DIR = 3, 4, 6
+CALLERS = ["SUPERBLOCK", "GROUP_DESC", "BITMAP", "INODE", "SEED", "EXTENT",
+           "DIR", "XATTR", "MMP", "ORPHAN", "FAST_COMMIT"]
+# Four groups, so that an inode's table block depends on its group.
+GEOMETRY = {"block_size": 4096, "inode_size": 256, "inodes_per_group": 2048,
+            "blocks_per_group": 32768, "inode_tables": [40, 300, 560, 820]}
+SLOT_NS = 40_000            # one iget per CPU every 40 us
+T0 = 2_000_000_000
+CLASS = {"window": 0, "chksum": 1, "kernel": 2, "user": 3}
+
+
+def text_block(pairs):
+    raw = "".join(f"{k}={v}\n" for k, v in pairs.items()).encode()
+    return raw + b"\0" * (-len(raw) % 8)
+
+
+def header(cpus=2, flavour="unpatched", window="gcc49", verify="tp_btf",
+           sample_hz=0):
+    h = {"tool": "chkwin synth", "kernel_release": f"6.1.192-chkwin-{flavour}",
+         "kernel_version": "#1 SMP synthetic", "kernel_cmdline":
+         f"ext4.chksum_window={window}", "flavour": flavour,
+         "chksum_window": window, "cpus": cpus, "clock": "CLOCK_MONOTONIC",
+         "clocksource": "arch_sys_counter", "started_ns": T0, "target_cpu": -1,
+         "sample_hz": sample_hz, "records": "on", "mode.chksum": "tp_btf",
+         "mode.verify": verify, "mode.iget": "kprobe+kretprobe",
+         "mode.irq": "tp_btf+irq_regs", "mode.ipi": "tp_btf",
+         "mode.softirq": "tp_btf", "mode.block": "tp_btf",
+         "mode.sample": "perf_event" if sample_hz else "off"}
+    for n, (name, start, end) in enumerate((FUNC0, FUNC1)):
+        h[f"func.{n}"] = f"{name} {start:#x} {end:#x}"
+    if window == "gcc49":
+        h["window"] = f"{WINDOW[0]:#x} {WINDOW[1]:#x}"
+    for n, name in enumerate(CALLERS):
+        h[f"caller.{n}"] = f"EXT4_CHKSUM_{name}"
+    h["irq.11"] = "arch_timer"
+    h["irq.20"] = "virtio1-req.0"
+    return h
+
+
+def write(path, head, records, trailer=None, chunk=4096):
+    """Write a log: head (dict), records (uint8 (n, 64), commit order),
+    trailer (dict, or None to leave the log truncated after the chunks)."""
+    htext = text_block(head)
+    with open(path, "wb") as f:
+        f.write(FILE_HEAD.pack(MAGIC, VERSION, REC_SIZE, len(htext)) + htext)
+        seq = 0
+        for start in range(0, len(records), chunk):
+            body = np.ascontiguousarray(records[start:start + chunk]).tobytes()
+            f.write(CHUNK_HEAD.pack(b"CHNK", len(body) // REC_SIZE,
+                                    zlib.crc32(body), seq) + body)
+            seq += 1
+        if trailer is not None:
+            ttext = text_block(trailer)
+            f.write(struct.pack("<4sIII", b"TRLR", len(ttext),
+                                zlib.crc32(ttext), seq) + ttext)
+
+
+def trailer_for(records, ended_ns):
+    types = records[:, 0]
+    t = {"ended_ns": ended_ns, "ending": "signal"}
+    for num, name in TYPES.items():
+        t[f"records.{name}"] = int((types == num).sum())
+    for name in ("chksum", "verify", "iget", "irq", "softirq", "block", "sample"):
+        t[f"lost.{name}"] = 0
+    t["count.chksum"] = t["records.chksum"]
+    return t
+
+
+def _rows(kind, n):
+    return np.zeros(n, DTYPES[kind])
+
+
+def _raw(arr):
+    return arr.view(np.uint8).reshape(-1, REC_SIZE)
+
+
+class Synth:
+    """The records of one synthetic run and the answers correlate must give."""
+
+    def __init__(self, records, expected, head):
+        self.records = records
+        self.expected = expected
+        self.header = head
+
+    def write(self, path, complete=True):
+        end = int(self.records[:, 8:16].copy().view("<u8").max()) + 1000
+        write(path, self.header, self.records,
+              trailer_for(self.records, end) if complete else None)
+
+
+def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
+    """igets inode reads spread over cpus; k failures with a window hit, m
+    without.  About 8 records per iget (plus one block pair per 16)."""
+    rng = np.random.default_rng(seed)
+    idx = np.arange(igets)
+    cpu = (idx % cpus).astype(np.uint16)
+    base = T0 + 1_000_000 + (idx // cpus) * SLOT_NS + (idx % cpus) * 7_000
+    tid = (100 + cpu * 10 + (idx // (cpus * 500)) % 3).astype(np.uint32)
+    ino = 12 + idx % inodes
+    g = GEOMETRY
+    per_block = g["block_size"] // g["inode_size"]
+    group, index = (ino - 1) // g["inodes_per_group"], (ino - 1) % g["inodes_per_group"]
+    tables = np.array(g["inode_tables"])[group]
+    block = tables + index // per_block
+    sector = block * (g["block_size"] // 512)
+    # A block is read when its first inode comes round (every pass re-reads
+    # it: drop_caches); the completion runs on the CPU the request came from
+    # or, one in three times, on the other one.
+    first = (index % per_block == 0) | (idx % inodes == 0)
+    nblk = int(first.sum())
+    blk_cpu = np.where(rng.random(nblk) < 1 / 3, (cpu[first] + 1) % cpus, cpu[first])
+    issue, done = _rows("block", nblk), _rows("block", nblk)
+    for arr, ts, flags in ((issue, base[first] - 900, 0),
+                           (done, base[first] - 300, F_COMPLETE)):
+        arr["type"], arr["flags"], arr["ts"] = TYPE_IDS["block"], flags, ts
+        arr["cpu"], arr["tid"] = blk_cpu, tid[first]
+        arr["sector"], arr["nr_sectors"] = sector[first], 8
+        arr["dev"], arr["cmd_flags"] = DEV, 0
+    # Calls: seed(ino), seed(gen), inode x4; 1.5 us each, 0.5 us apart.
+    callers = [CALLER_SEED, CALLER_SEED] + [CALLER_INODE] * 4
+    lengths = [4, 4, 124, 2, 2, 124]
+    calls = _rows("chksum", igets * len(callers))
+    calls = calls.reshape(len(callers), igets)
+    for j, (caller, length) in enumerate(zip(callers, lengths)):
+        c = calls[j]
+        c["type"], c["cpu"], c["tid"] = TYPE_IDS["chksum"], cpu, tid
+        c["ts"] = base + j * 2000
+        c["end_ns"] = c["ts"] + 1500
+        c["caller"], c["length"], c["dev"] = caller, length, DEV
+        c["seed"] = ino.astype(np.uint32) * 2654435761 % (1 << 32)
+        c["result"] = c["seed"] ^ 0x5A5A5A5A
+    verdict_ts = base + len(callers) * 2000 + 300
+    verify = _rows("verify", igets)
+    verify["type"], verify["cpu"], verify["tid"] = TYPE_IDS["verify"], cpu, tid
+    verify["ts"], verify["ino"], verify["dev"] = verdict_ts, ino, DEV
+    verify["stored"] = verify["computed"] = calls[-1]["result"]
+    iget = _rows("iget", igets)
+    iget["type"], iget["cpu"], iget["tid"] = TYPE_IDS["iget"], cpu, tid
+    iget["ts"], iget["ino"], iget["dev"] = verdict_ts + 800, ino, DEV
+
+    # Interrupts: one in a quarter of the calls (class chksum, inside), and
+    # two outside calls per iget slot (kernel or user).
+    inside = rng.random(calls.size) < 0.25
+    flat = calls.reshape(-1)
+    n_in = int(inside.sum())
+    irq_in = _irqs(flat["cpu"][inside], flat["tid"][inside],
+                   flat["ts"][inside] + rng.integers(1, 1500, n_in), "chksum", rng)
+    out_ts = np.concatenate([base + 14_000 + rng.integers(0, 20_000, igets),
+                             base + 16_000 + rng.integers(0, 20_000, igets)])
+    irq_out = _irqs(np.tile(cpu, 2), np.tile(tid, 2), out_ts,
+                    rng.choice(["kernel", "user"], 2 * igets), rng)
+
+    # Failures, away from the first and last slots and from each other.
+    chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m, replace=False)
+    win_rows, expected = [], []
+    for n, i in enumerate(chosen):
+        windowed = n < k
+        verify["flags"][i] = F_MISMATCH
+        verify["computed"][i] ^= 0xDEAD
+        iget["err"][i] = -74
+        hit_call = (n % 2) if windowed else None   # 0: seed call, 5th: inode
+        j = 0 if hit_call == 0 else 4
+        if windowed:
+            calls[j]["flags"][i] = F_WINDOW_HIT
+            calls[j]["irqs"][i] = 1
+            t = int(calls[j]["ts"][i]) + 1400
+            win_rows.append(_irqs([cpu[i]], [tid[i]], [t], ["window"], rng))
+        else:
+            # A window arrival on the other CPU at this time must not count.
+            other = (int(cpu[i]) + 1) % cpus
+            win_rows.append(_irqs([other], [999], [int(calls[4]["ts"][i]) + 1400],
+                                  ["window"], rng))
+        bi = int(np.nonzero(first & (block == block[i]) & (idx <= i))[0][-1])
+        bpos = int(np.nonzero(first)[0].searchsorted(bi))
+        expected.append({"ino": int(ino[i]), "cpu": int(cpu[i]),
+                         "ts": int(verdict_ts[i]), "attributed": windowed,
+                         "caller": (["EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE"][hit_call]
+                                    if windowed else None),
+                         "block_ts": int(done["ts"][bpos]),
+                         "block_cpu": int(done["cpu"][bpos])})
+    # Without the verify tracepoint (fallback) only iget tells of failures.
+    verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
+    parts = [_raw(issue), _raw(done), _raw(flat), _raw(irq_in), _raw(irq_out)] \
+        + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows]
+    records = np.concatenate(parts)
+    # Commit order, not timestamp order: sort by ts with a jitter larger
+    # than the gaps between records on different CPUs.
+    ts = records[:, 8:16].copy().view("<u8").reshape(-1).astype(np.int64)
+    order = np.argsort(ts + rng.integers(-5000, 5000, len(ts)), kind="stable")
+    expected.sort(key=lambda e: e["ts"])
+    return Synth(records[order], expected, header(cpus=cpus, **head_kw))
+
+
+def _irqs(cpu, tid, ts, classes, rng):
+    n = len(ts)
+    r = _rows("irq", n)
+    classes = np.broadcast_to(np.asarray(classes), (n,))
+    cls = np.select([classes == name for name in CLASS], list(CLASS.values()))
+    r["type"], r["cpu"], r["tid"] = TYPE_IDS["irq"], cpu, tid
+    r["ts"] = ts
+    r["end_ns"] = r["ts"] + 3000
+    r["irq"] = 11
+    r["class"], r["el"] = cls, np.where(cls == CLASS["user"], 0, 1)
+    in_func = cls <= CLASS["chksum"]
+    r["flags"] = F_HANDLED | np.where(in_func, F_IN_CHKSUM, 0)
+    r["func"] = np.where(in_func, 1, 0xFF)
+    r["offset"] = np.where(cls == 0, WINDOW[1] - FUNC1[1],
+                           np.where(in_func, rng.integers(0, 18, n) * 4, 0))
+    r["pc"] = np.where(in_func, FUNC1[1] + r["offset"].astype(np.uint64),
+                       np.where(cls == CLASS["user"], 0x400000, 0xffffffc008010000))
+    return r
