@@ -3,13 +3,9 @@
 window interrupt, completion-to-verification latencies, and a verdict that
 is computed from those numbers, never written in advance."""
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from poisson import poisson_ci, rate_ratio  # noqa: E402
+from poisson import poisson_ci, rate_ratio
 
 PER = 1e6
 
@@ -107,6 +103,11 @@ def text(rows):
 
 def latency_plot(rows, path):
     """Completion-to-verification latency of each failure, one column per log."""
+    # matplotlib is imported here: it costs a second of start-up that the
+    # text-only commands should not pay.
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100, layout="constrained")
     for i, r in enumerate(rows):
         lat = r["latency_ms"]

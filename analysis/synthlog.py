@@ -7,7 +7,8 @@ block completion when a block is first needed, two EXT4_CHKSUM_SEED calls
 iget return, with interrupts of every class in between.  Chosen igets fail:
 K of them with a window interrupt inside one of their calls (seed or inode,
 alternately), M with no window interrupt at all.  A window interrupt on the
-other CPU at the same moment checks that attribution stays on one CPU.
+other CPU at the same moment checks that attribution stays on one CPU
+and with the failing call.
 """
 
 import struct
@@ -175,6 +176,9 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
     irq_out = _irqs(np.tile(cpu, 2), np.tile(tid, 2), out_ts,
                     rng.choice(["kernel", "user"], 2 * igets), rng)
 
+    # Without the verify tracepoint (fallback) only iget tells of failures.
+    verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
+
     # Failures, away from the first and last slots and from each other.
     chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m, replace=False)
     win_rows, expected = [], []
@@ -191,20 +195,21 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
             t = int(calls[j]["ts"][i]) + 1400
             win_rows.append(_irqs([cpu[i]], [tid[i]], [t], ["window"], rng))
         else:
-            # A window arrival on the other CPU at this time must not count.
+            # A window arrival in the other CPU's call of the same moment
+            # (a call that did not fail) must not count for this failure.
             other = (int(cpu[i]) + 1) % cpus
-            win_rows.append(_irqs([other], [999], [int(calls[4]["ts"][i]) + 1400],
+            j = i - int(cpu[i]) + other
+            win_rows.append(_irqs([other], [tid[j]], [int(calls[4]["ts"][j]) + 1400],
                                   ["window"], rng))
+            calls[4]["flags"][j] = F_WINDOW_HIT
         bi = int(np.nonzero(first & (block == block[i]) & (idx <= i))[0][-1])
         bpos = int(np.nonzero(first)[0].searchsorted(bi))
         expected.append({"ino": int(ino[i]), "cpu": int(cpu[i]),
-                         "ts": int(verdict_ts[i]), "attributed": windowed,
+                         "ts": int(verdicts[0]["ts"][i]), "attributed": windowed,
                          "caller": (["EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE"][hit_call]
                                     if windowed else None),
                          "block_ts": int(done["ts"][bpos]),
                          "block_cpu": int(done["cpu"][bpos])})
-    # Without the verify tracepoint (fallback) only iget tells of failures.
-    verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
     parts = [_raw(issue), _raw(done), _raw(flat), _raw(irq_in), _raw(irq_out)] \
         + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows]
     records = np.concatenate(parts)

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""Time and peak memory to correlate 10 million synthetic events.
+
+The log is generated (analysis/synthlog.py), written to a temporary file,
+then read and correlated in a child process so that ru_maxrss measures the
+analysis alone, not the generator.  Goal on the lab host: under 30 s and
+1 GiB.
+"""
+
+import argparse
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "analysis"))
+# Measured from synthlog.generate: 6 calls, verify, iget, ~3.5 interrupts,
+# a block issue and completion every 8 igets.
+RECORDS_PER_IGET = 11.6
+GOAL_S, GOAL_MIB = 30, 1024
+
+CHILD = """
+import resource, sys, time
+sys.path.insert(0, {analysis!r})
+import chkwinlog, correlate, fsgeom, synthlog
+t = time.monotonic()
+log = chkwinlog.read({path!r})
+read = time.monotonic() - t
+geo = fsgeom.Geometry(4096, 256, 2048, synthlog.GEOMETRY["inode_tables"], "synth")
+c = correlate.Correlation(log, geo)
+total = time.monotonic() - t
+print(len(log), read, total, len(c.failures), c.attributed(), len(c.arrivals),
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--failures", type=int, default=50)
+    args = ap.parse_args()
+    import synthlog
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "log.bin"
+        t = time.monotonic()
+        s = synthlog.generate(igets=int(args.events / RECORDS_PER_IGET),
+                              k=args.failures, m=args.failures // 5, seed=5)
+        s.write(path)
+        gen = time.monotonic() - t
+        code = CHILD.format(analysis=str(REPO / "analysis"), path=str(path))
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            sys.exit(f"analysis_bench: error: {proc.stderr.strip().splitlines()[-1:]}")
+        n, read, total, fails, attributed, arrivals, rss_kib = proc.stdout.split()
+    total, rss = float(total), int(rss_kib) / 1024
+    print(f"events: {int(n):,} (generated and written in {gen:.1f} s)")
+    print(f"read: {float(read):.2f} s; read + correlate: {total:.2f} s "
+          f"(goal < {GOAL_S} s)")
+    print(f"peak RSS: {rss:.0f} MiB (goal < {GOAL_MIB} MiB)")
+    print(f"failures: {fails}, attributed: {attributed}, arrivals in calls: {arrivals}")
+    ok = total < GOAL_S and rss < GOAL_MIB
+    print("result: " + ("within goal" if ok else "OVER GOAL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

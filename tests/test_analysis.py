@@ -1,0 +1,303 @@
+"""analysis/ on synthetic logs with known answers (host only, no guest)."""
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from kernels import PY, REPO
+
+sys.path.insert(0, str(REPO / "analysis"))
+import chkwinlog  # noqa: E402
+import compare  # noqa: E402
+import correlate  # noqa: E402
+import fsgeom  # noqa: E402
+import heatmap  # noqa: E402
+import poisson  # noqa: E402
+import synthlog  # noqa: E402
+
+ANALYZE = REPO / "analysis" / "chkwin-analyze"
+K, M = 5, 3
+
+
+def analyze(*args):
+    return subprocess.run([PY, str(ANALYZE), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def geometry(tmp_path_factory):
+    path = tmp_path_factory.mktemp("geo") / "disk.json"
+    path.write_text(json.dumps(synthlog.GEOMETRY))
+    return path
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    s = synthlog.generate(igets=4000, k=K, m=M, seed=7)
+    path = tmp_path_factory.mktemp("synth") / "log.bin"
+    s.write(path)
+    return s, path
+
+
+def correlation(path, geometry):
+    return correlate.Correlation(chkwinlog.read(path), fsgeom.from_json(geometry))
+
+
+# --- correlate -------------------------------------------------------------
+
+def test_synthetic_log_reads_back_complete(synth):
+    s, path = synth
+    log = chkwinlog.read(path)
+    assert log.status == "complete"
+    assert len(log) == len(s.records)
+
+
+@pytest.mark.parametrize("verify", ["tp_btf", "absent"])
+def test_correlate_finds_exactly_the_window_failures(tmp_path, geometry, verify):
+    s = synthlog.generate(igets=4000, k=K, m=M, seed=11, verify=verify)
+    s.write(tmp_path / "log.bin")
+    corr = correlation(tmp_path / "log.bin", geometry)
+    assert corr.source == ("verify" if verify == "tp_btf" else "iget")
+    got = {f["ino"]: f for f in corr.failures}
+    want = {e["ino"]: e for e in s.expected}
+    assert set(got) == set(want)
+    assert {i for i, f in got.items() if f["attributed"]} == \
+        {i for i, e in want.items() if e["attributed"]}
+    assert corr.attributed() == K
+    for ino, e in want.items():
+        f = got[ino]
+        assert f["cpu"] == e["cpu"]
+        if e["attributed"]:
+            assert f["call"]["caller"] == e["caller"]
+            assert len(f["window_arrivals"]) == 1
+            assert f["window_arrivals"][0]["cpu"] == e["cpu"]
+            assert 0 < f["window_arrivals"][0]["position"] < 1
+        else:
+            # The window arrival on the other CPU at that moment is not its own.
+            assert f["window_arrivals"] == []
+        assert f["block"]["ts"] == e["block_ts"], ino
+        assert f["block"]["cross_cpu"] == (e["block_cpu"] != e["cpu"])
+        assert f["block"]["latency_ns"] == e["ts"] - e["block_ts"]
+
+
+def test_correlate_cli_json_and_csv(synth, geometry):
+    s, path = synth
+    proc = analyze("correlate", path, "--geometry", geometry)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["attributed"] == K and len(res["failures"]) == K + M
+    proc = analyze("correlate", path, "--geometry", geometry, "-f", "csv")
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 + K + M and lines[0].startswith("ino,")
+    proc = analyze("correlate", path, "--arrivals", "-f", "csv")
+    rows = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(rows) > 1000
+    # K window hits that failed, and M decoys on the other CPU that did not.
+    assert sum(",window," in r for r in rows) == K + M
+
+
+def test_arrivals_are_placed_in_their_call(synth, geometry):
+    _, path = synth
+    corr = correlation(path, geometry)
+    a, calls = corr.arrivals, corr.calls
+    assert len(a) > 0
+    assert (calls["cpu"][a.call] == a.cpu).all()
+    assert (calls["ts"][a.call] <= a.ts).all() and (a.ts <= calls["end_ns"][a.call]).all()
+    assert ((0 <= a.position) & (a.position <= 1)).all()
+
+
+def test_without_geometry_blocks_are_unknown(synth):
+    _, path = synth
+    corr = correlate.Correlation(chkwinlog.read(path))
+    assert all(f["block"] is None for f in corr.failures)
+    assert corr.attributed() == K
+
+
+# --- fs geometry -----------------------------------------------------------
+
+@pytest.mark.parametrize("opts", [["-b", "4096", "-g", "4096", "-O", "64bit,metadata_csum"],
+                                  ["-b", "1024", "-O", "^64bit,metadata_csum"]])
+def test_geometry_from_image_matches_dumpe2fs(tmp_path, opts):
+    mke2fs = shutil.which("mke2fs", path="/usr/sbin:/sbin:/usr/bin")
+    if not mke2fs:
+        pytest.skip("e2fsprogs not installed")
+    img = tmp_path / "fs.img"
+    subprocess.run([mke2fs, "-q", "-F", "-t", "ext4", *opts, str(img), "48M"],
+                   check=True, capture_output=True)
+    dump = subprocess.run([shutil.which("dumpe2fs", path="/usr/sbin:/sbin"), str(img)],
+                          capture_output=True, text=True).stdout
+    tables = [int(t) for t in re.findall(r"Inode table at (\d+)-", dump)]
+    geo = fsgeom.from_image(img)
+    assert len(tables) > 1 and geo.inode_tables == tables
+    ipg = int(re.search(r"Inodes per group:\s+(\d+)", dump).group(1))
+    assert geo.inodes_per_group == ipg
+    # First inode of group 1 is at the start of group 1's table.
+    assert geo.inode_block(ipg + 1) == tables[1]
+    assert geo.inode_sectors(ipg + 1) == (tables[1] * geo.block_size // 512,
+                                          geo.block_size // 512)
+
+
+def test_geometry_of_a_run_comes_from_its_cmdline(tmp_path, geometry):
+    img = tmp_path / "disk.img"
+    img.write_bytes(b"")
+    shutil.copy(geometry, img.with_suffix(".json"))
+    (tmp_path / "cmdline.txt").write_text(f"qemu -drive file={img},if=none,id=t\n")
+    geo = fsgeom.find(tmp_path / "log.bin")
+    assert geo.inode_tables == synthlog.GEOMETRY["inode_tables"]
+
+
+# --- intervals -------------------------------------------------------------
+
+@pytest.mark.parametrize("k,lo,hi", [(0, 0.0, 3.689), (1, 0.0253, 5.572),
+                                     (10, 4.795, 18.39), (100, 81.36, 121.63)])
+def test_garwood_intervals(k, lo, hi):
+    got = poisson.poisson_ci(k)
+    assert got[0] == pytest.approx(lo, abs=5e-4 * max(1, lo))
+    assert got[1] == pytest.approx(hi, rel=2e-4)
+
+
+def test_clopper_pearson_and_rate_ratio():
+    assert poisson.binom_ci(3, 10) == pytest.approx((0.06674, 0.65245), abs=1e-4)
+    assert poisson.binom_ci(0, 10)[1] == pytest.approx(0.30850, abs=1e-4)
+    ratio, lo, hi = poisson.rate_ratio(10, 1e6, 10, 1e6)
+    # binom_ci(10, 20) = 0.27196 .. 0.72804, mapped by p / (1 - p).
+    assert (ratio, lo, hi) == pytest.approx((1.0, 0.37355, 2.67700), rel=1e-3)
+    ratio, lo, hi = poisson.rate_ratio(4, 2e6, 6, 1e6)
+    assert ratio == pytest.approx(1 / 3) and lo < ratio < hi
+    assert poisson.rate_ratio(0, 1, 0, 1)[0] is None
+
+
+def test_compare_verdict_is_computed(tmp_path, geometry):
+    rows = []
+    for n, (flavour, window, k) in enumerate([("unpatched", "gcc49", 6),
+                                              ("patched", "gcc49", 5),
+                                              ("unpatched", "off", 0)]):
+        s = synthlog.generate(igets=3000, k=k, m=0, seed=20 + n, flavour=flavour,
+                              window=window)
+        path = tmp_path / f"{n}.bin"
+        s.write(path)
+        rows.append(compare.row(path, chkwinlog.read(path), correlation(path, geometry)))
+    assert [r["failures"] for r in rows] == [6, 5, 0]
+    assert rows[0]["ci"][0] < rows[0]["per_million"] < rows[0]["ci"][1]
+    v = compare.verdict(rows)
+    assert v.startswith("11 of 11 failures follow an interrupt in the stack-release window")
+    assert "the barrier flavour does not change the failure rate" in v
+    assert "the emulated window changes it" in v
+    proc = analyze("compare", tmp_path / "0.bin", tmp_path / "1.bin",
+                   "--geometry", geometry)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: 11 of 11 failures" in proc.stdout
+
+
+# --- heat maps and report --------------------------------------------------
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_heatmaps_are_valid_png_and_svg(synth, geometry, tmp_path):
+    s, path = synth
+    log = chkwinlog.read(path)
+    corr = correlation(path, geometry)
+    res = heatmap.write_all(log, corr, tmp_path)
+    assert sum(res["window_column"].values()) == K + M
+    width, height = heatmap.size_px(2)
+    for stem in ("offset", "position"):
+        assert png_size(tmp_path / f"{stem}.png") == (width, height)
+        root = ET.parse(tmp_path / f"{stem}.svg").getroot()
+        assert root.tag.endswith("svg")
+        assert float(root.get("width").rstrip("pt")) == pytest.approx(width * 0.72)
+        assert float(root.get("height").rstrip("pt")) == pytest.approx(height * 0.72)
+    lines = (tmp_path / "arrivals.txt").read_text().splitlines()
+    assert len(lines) == len(corr.arrivals)
+    t, lat = lines[0].split()
+    assert float(t) >= 0 and int(lat) >= 0
+
+
+def test_report_is_self_contained_and_escaped(tmp_path, geometry):
+    s = synthlog.generate(igets=1500, k=2, m=1, seed=3)
+    s.header["kernel_release"] = "<script>alert(1)</script>"
+    path = tmp_path / "log.bin"
+    s.write(path)
+    proc = analyze("report", tmp_path / "rep", path, "--geometry", geometry)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert page.count('src="data:image/png;base64,') == 3
+    assert 'src="http' not in page and "src='" not in page
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "2 of 3 failures follow an interrupt" in md
+
+
+# --- bad input -------------------------------------------------------------
+
+def one_line_error(proc):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chkwin-analyze: error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("cmd", ["summary", "correlate", "heatmap", "compare"])
+def test_wrong_magic(tmp_path, cmd):
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"NOTALOG\0" + bytes(64))
+    assert "no magic" in one_line_error(analyze(cmd, bad))
+
+
+def test_newer_version_missing_and_empty(synth, tmp_path):
+    _, path = synth
+    data = bytearray(path.read_bytes())
+    data[8:10] = struct.pack("<H", 2)
+    (tmp_path / "v2.bin").write_bytes(data)
+    assert "unsupported log version 2" in one_line_error(analyze("summary", tmp_path / "v2.bin"))
+    assert "No such file" in one_line_error(analyze("summary", tmp_path / "none.bin"))
+    (tmp_path / "empty.bin").write_bytes(b"")
+    one_line_error(analyze("correlate", tmp_path / "empty.bin"))
+
+
+def test_corrupt_chunk_names_the_offset(synth, tmp_path):
+    _, path = synth
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / "c.bin").write_bytes(data)
+    assert re.search(r"at byte \d+", one_line_error(analyze("correlate", tmp_path / "c.bin")))
+
+
+def test_bad_geometry_file(synth, tmp_path):
+    _, path = synth
+    (tmp_path / "g.json").write_text("{}")
+    one_line_error(analyze("correlate", path, "--geometry", tmp_path / "g.json"))
+    one_line_error(analyze("correlate", path, "--image", tmp_path / "g.json"))
+
+
+def test_truncated_log_is_a_flagged_partial_analysis(synth, geometry, tmp_path):
+    s, path = synth
+    data = path.read_bytes()
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(data[:len(data) * 2 // 3 + 13])
+    for cmd in ("summary", "correlate", "compare"):
+        proc = analyze(cmd, cut, "--geometry", geometry)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "truncated" in proc.stdout, cmd
+        assert proc.stderr.startswith("chkwin-analyze: warning: ")
+    res = json.loads(analyze("correlate", cut, "--geometry", geometry).stdout)
+    assert res["truncated"] is True
+    early = [e for e in s.expected if e["ts"] < min(f["ts"] for f in res["failures"]) + 1] \
+        if res["failures"] else []
+    assert {f["ino"] for f in res["failures"]} <= {e["ino"] for e in s.expected}
+    assert early
+    # Cut inside the file header: a one-line error, not a partial analysis.
+    (tmp_path / "head.bin").write_bytes(data[:12])
+    one_line_error(analyze("summary", tmp_path / "head.bin"))
