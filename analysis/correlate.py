@@ -21,21 +21,49 @@ EFSBADCRC = -74
 VERDICT_CALLERS = ("EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE")
 
 
-def _by_ts(arr):
-    return arr[np.argsort(arr["ts"], kind="stable")]
+def table(log, kind, names, where=None):
+    """The named fields of one record type, sorted by ts, plus "row" (the
+    record's index in the log).  Gathered field by field: a 10-million
+    record log cannot afford a second copy of whole 64-byte records."""
+    rows = log.rows(kind)
+    if where is not None:
+        rows = rows[where(rows)]
+    ts = log.field(kind, "ts", rows)
+    order = np.argsort(ts, kind="stable")
+    rows = rows[order]
+    dt = chkwinlog.DTYPES[kind]
+    out = np.empty(len(rows), [("row", "<u4"), ("ts", "<u8")]
+                   + [(n, dt.fields[n][0]) for n in names])
+    out["row"], out["ts"] = rows, ts[order]
+    del ts, order
+    for n in names:
+        out[n] = log.field(kind, n, rows)
+    return out
+
+
+def record(log, kind, row):
+    """One whole record, for the few (failures) that are reported in full."""
+    return log.records[row:row + 1].view(chkwinlog.DTYPES[kind]).reshape(-1)[0]
 
 
 class Arrivals:
     """Every irq/sample arrival that fell inside a checksum call, as
     parallel arrays (one entry per arrival)."""
 
-    def __init__(self, calls, sources):
+    def __init__(self, log, calls):
         parts = []
-        for source, recs in sources:
+        for source in ("irq", "sample"):
+            recs = table(log, source, ["cpu"])
             idx = _containing_call(calls, recs)
             inside = idx >= 0
             recs, idx = recs[inside], idx[inside]
-            parts.append((source, recs, idx))
+            # Only the few arrivals inside calls get the rest of their fields.
+            full = np.empty(len(recs), [("ts", "<u8"), ("cpu", "<u2"), ("class", "u1"),
+                                        ("func", "u1"), ("offset", "<u2"), ("pc", "<u8")])
+            full["ts"], full["cpu"] = recs["ts"], recs["cpu"]
+            for name in ("class", "func", "offset", "pc"):
+                full[name] = log.field(source, name, recs["row"])
+            parts.append((source, full, idx))
         self.source = np.concatenate(
             [np.full(len(r), s, "U6") for s, r, _ in parts]) if parts else np.zeros(0, "U6")
         cat = (lambda f: np.concatenate([r[f] for _, r, _ in parts])
@@ -76,44 +104,44 @@ def _containing_call(calls, recs):
 
 
 def verdicts(log):
-    """(records, source) of the inode checksum failures in the log."""
+    """(records, source) of the inode checksum failures in the log, by ts."""
     if log.header.get("mode.verify", "absent") not in ("absent", "off"):
-        v = log.of("verify")
-        return _by_ts(v[(v["flags"] & F_MISMATCH) != 0]), "verify"
-    g = log.of("iget")
-    return _by_ts(g[g["err"] == EFSBADCRC]), "iget"
+        kind, bad = "verify", lambda r: (log.field("verify", "flags", r) & F_MISMATCH) != 0
+    else:
+        kind, bad = "iget", lambda r: log.field("iget", "err", r) == EFSBADCRC
+    rows = table(log, kind, [], bad)["row"]
+    return [record(log, kind, r) for r in rows], kind
 
 
 class Correlation:
     def __init__(self, log, geometry=None):
         self.log = log
         self.geometry = geometry
-        self.calls = _by_ts(log.of("chksum"))
-        self.arrivals = Arrivals(self.calls, [("irq", log.of("irq")),
-                                              ("sample", log.of("sample"))])
+        self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller"])
+        self.arrivals = Arrivals(log, self.calls)
         self.window_calls = np.unique(self.arrivals.call[self.arrivals.window])
         self.failing, self.source = verdicts(log)
         self.caller_names = log.callers()
         wanted = {n for n, name in self.caller_names.items() if name in VERDICT_CALLERS}
-        self._verdict_calls = self._calls_of_callers(wanted)
-        marks = np.concatenate([log.of("verify")[["tid", "ts"]],
-                                log.of("iget")[["tid", "ts"]]]) \
-            if len(log.of("verify")) or len(log.of("iget")) else None
-        self._marks = marks[np.lexsort((marks["ts"], marks["tid"]))] \
-            if marks is not None else None
-        blocks = log.of("block")
-        self.completions = _by_ts(blocks[(blocks["flags"] & F_COMPLETE) != 0])
+        self._verdict_calls, self._verdict_tids = self._calls_of_callers(wanted)
+        marks = np.concatenate([table(log, kind, ["tid"])[["tid", "ts"]]
+                                for kind in ("verify", "iget")])
+        self._marks = marks[np.lexsort((marks["ts"], marks["tid"]))]
+        self.completions = table(
+            log, "block", ["cpu", "sector", "nr_sectors", "dev"],
+            lambda r: (log.field("block", "flags", r) & F_COMPLETE) != 0)
         self.failures = [self._failure(v) for v in self.failing]
 
     def _calls_of_callers(self, wanted):
-        """Indexes of the calls that feed an inode verdict, sorted by
-        (tid, end_ns), so a task's calls are one searchsorted away."""
+        """Indexes of the calls that feed an inode verdict, sorted by tid
+        and, within a task (stable sort of ts-sorted calls), by ts; so a
+        task's calls are one searchsorted away.  Also their sorted tids."""
         caller = self.calls["caller"]
         keep = np.isin(caller, list(wanted)) | (caller == CALLER_UNKNOWN) \
             if wanted else np.ones(len(caller), bool)
-        idx = np.nonzero(keep)[0]
-        order = np.lexsort((self.calls["end_ns"][idx], self.calls["tid"][idx]))
-        return idx[order]
+        idx = np.nonzero(keep)[0].astype(np.uint32)
+        idx = idx[np.argsort(self.calls["tid"][idx], kind="stable")]
+        return idx, self.calls["tid"][idx]
 
     def _task_slice(self, sorted_tids, tid):
         return (np.searchsorted(sorted_tids, tid, "left"),
@@ -123,17 +151,14 @@ class Correlation:
         """Calls of v's task that ended by v.ts and began after the task's
         previous verdict (verify or iget record)."""
         tid, ts = v["tid"], v["ts"]
-        prev = 0
-        if self._marks is not None:
-            lo, hi = self._task_slice(self._marks["tid"], tid)
-            k = lo + np.searchsorted(self._marks["ts"][lo:hi], ts, "left") - 1
-            prev = int(self._marks["ts"][k]) if k >= lo else 0
-        vc = self._verdict_calls
-        lo, hi = self._task_slice(self.calls["tid"][vc], tid)
-        mine = vc[lo:hi]
-        end = lo + np.searchsorted(self.calls["end_ns"][mine], ts, "right")
-        group = vc[lo:end]
-        return group[self.calls["ts"][group] > prev]
+        lo, hi = self._task_slice(self._marks["tid"], tid)
+        k = lo + np.searchsorted(self._marks["ts"][lo:hi], ts, "left") - 1
+        prev = int(self._marks["ts"][k]) if k >= lo else 0
+        lo, hi = self._task_slice(self._verdict_tids, tid)
+        mine = self._verdict_calls[lo:hi]
+        begin = self.calls["ts"][mine]
+        group = mine[np.searchsorted(begin, prev, "right"):np.searchsorted(begin, ts, "right")]
+        return group[self.calls["end_ns"][group] <= ts]
 
     def _failure(self, v):
         group = self._group(v)
@@ -144,7 +169,7 @@ class Correlation:
             call = int(a.call[hits[np.argmax(self.calls["ts"][a.call[hits]])]])
         else:
             call = int(group[-1]) if len(group) else None
-        c = self.calls[call] if call is not None else None
+        c = record(self.log, "chksum", self.calls["row"][call]) if call is not None else None
         out = {
             "ino": int(v["ino"]), "dev": int(v["dev"]), "ts": int(v["ts"]),
             "cpu": int(v["cpu"]), "tid": int(v["tid"]), "source": self.source,

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
 from chkwinlog import FUNC_NONE  # noqa: E402
+from correlate import table  # noqa: E402
 from summary import duration_s, first_ts  # noqa: E402
 
 DPI = 100
@@ -44,7 +45,9 @@ def _funcs(log):
 def _arrivals_in_funcs(log):
     """(source, cpu, ts, func, offset) of irq and sample arrivals whose pc
     was in a checksum function."""
-    parts = [r[r["func"] != FUNC_NONE] for r in (log.of("irq"), log.of("sample"))]
+    parts = [table(log, kind, ["cpu", "func", "offset"],
+                   lambda r, kind=kind: log.field(kind, "func", r) != FUNC_NONE)
+             for kind in ("irq", "sample")]
     return {k: np.concatenate([p[k] for p in parts]) for k in ("cpu", "ts", "func", "offset")}
 
 

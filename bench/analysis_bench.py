@@ -1,26 +1,34 @@
 #!/usr/bin/python3
 """Time and peak memory to correlate 10 million synthetic events.
 
-The log is generated (analysis/synthlog.py), written to a temporary file,
-then read and correlated in a child process so that ru_maxrss measures the
-analysis alone, not the generator.  Goal on the lab host: under 30 s and
+The log is generated (analysis/synthlog.py) and written to a temporary
+file by one child process, then read and correlated by another, so that
+ru_maxrss measures the analysis alone: Linux carries a process's peak RSS
+across fork and exec, so a parent holding the generated records would
+count them too.  Goal on the lab host: under 30 s and
 1 GiB.
 """
 
 import argparse
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "analysis"))
 # Measured from synthlog.generate: 6 calls, verify, iget, ~3.5 interrupts,
 # a block issue and completion every 8 igets.
 RECORDS_PER_IGET = 11.6
 GOAL_S, GOAL_MIB = 30, 1024
+
+GENERATE = """
+import sys, time
+sys.path.insert(0, {analysis!r})
+import synthlog
+t = time.monotonic()
+synthlog.generate(igets={igets}, k={k}, m={m}, seed=5).write({path!r})
+print(time.monotonic() - t)
+"""
 
 CHILD = """
 import resource, sys, time
@@ -37,25 +45,26 @@ print(len(log), read, total, len(c.failures), c.attributed(), len(c.arrivals),
 """
 
 
+def child(code):
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"analysis_bench: error: {proc.stderr.strip().splitlines()[-1:]}")
+    return proc.stdout
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--failures", type=int, default=50)
     args = ap.parse_args()
-    import synthlog
+    analysis = str(REPO / "analysis")
     with tempfile.TemporaryDirectory() as tmp:
-        path = pathlib.Path(tmp) / "log.bin"
-        t = time.monotonic()
-        s = synthlog.generate(igets=int(args.events / RECORDS_PER_IGET),
-                              k=args.failures, m=args.failures // 5, seed=5)
-        s.write(path)
-        gen = time.monotonic() - t
-        code = CHILD.format(analysis=str(REPO / "analysis"), path=str(path))
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            sys.exit(f"analysis_bench: error: {proc.stderr.strip().splitlines()[-1:]}")
-        n, read, total, fails, attributed, arrivals, rss_kib = proc.stdout.split()
+        path = str(pathlib.Path(tmp) / "log.bin")
+        gen = float(child(GENERATE.format(
+            analysis=analysis, igets=int(args.events / RECORDS_PER_IGET),
+            k=args.failures, m=args.failures // 5, path=path)))
+        out = child(CHILD.format(analysis=analysis, path=path))
+        n, read, total, fails, attributed, arrivals, rss_kib = out.split()
     total, rss = float(total), int(rss_kib) / 1024
     print(f"events: {int(n):,} (generated and written in {gen:.1f} s)")
     print(f"read: {float(read):.2f} s; read + correlate: {total:.2f} s "
