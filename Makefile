@@ -46,6 +46,8 @@ demo: deps kernels
 
 bench: deps kernels
 	$(PY) bench/lab_bench.py --out bench/RESULTS.md
+	$(PY) bench/loader_bench.py --out bench/LOADER.md
+	$(PY) bench/analysis_bench.py
 
 clean-results:
 	rm -rf results

@@ -348,7 +348,9 @@ int BPF_KPROBE(iget_entry, struct super_block *sb, unsigned long ino)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct iget_args args = { .ino = ino, .dev = BPF_CORE_READ(sb, s_dev) };
 
-	bpf_map_update_elem(&iget_calls, &tid, &args, BPF_ANY);
+	/* A full table would lose this call's result: count it as lost. */
+	if (bpf_map_update_elem(&iget_calls, &tid, &args, BPF_ANY))
+		count(CHKWIN_CNT_LOST + CHKWIN_PROBE_IGET);
 	return 0;
 }
 
@@ -388,7 +390,8 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->func = p.func;
 	a->offset = p.offset;
 	a->in_chksum = f && f->active;
-	a->ipi[0] = '\0';
+	/* Whole field: the record copies it, and the format says NUL-padded. */
+	__builtin_memset(a->ipi, 0, sizeof(a->ipi));
 	a->active = 1;
 }
 

@@ -1,4 +1,4 @@
-"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen.
+"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen, chkwin.
 
 The cpio is written here rather than by cpio(1) so that the archive depends
 only on file contents, paths and modes: fixed mtimes, owners and inode
@@ -18,6 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import loaderbuild  # noqa: E402
 from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
 
 GUEST_DIR = pathlib.Path(__file__).resolve().parent
@@ -130,6 +131,8 @@ def collect(adds, scratch):
     for path in scenarios:
         put(f"scenarios/{path.name}", stat.S_IFREG | 0o755, path.read_bytes())
     put("bin/loadgen", stat.S_IFREG | 0o755, loadgen_binary())
+    put("bin/chkwin", stat.S_IFREG | 0o755,
+        (loaderbuild.build() / "aarch64" / "chkwin").read_bytes())
     for host, guest in adds:
         if not os.path.isfile(host):
             die(f"--add {host}: not a regular file")

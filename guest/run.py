@@ -4,7 +4,8 @@
 Everything the run produces stays in --out, which must be new or empty so
 that no earlier run is overwritten: console.log (the serial console,
 written by QEMU itself so it survives a kill), results.bin (the
-virtio-serial results port), qemu.log (QEMU's own messages), cmdline.txt
+virtio-serial results port), log.bin (the chkwin.log port, where the
+loader streams its event log), qemu.log (QEMU's own messages), cmdline.txt
 and status.json.  A watchdog kills a guest that hangs or panics, keeps the
 console, and says why in one line; otherwise the exit status is the
 scenario's.
@@ -62,7 +63,9 @@ def qemu_command(args, kernel, initramfs, disk, out):
            "-device", "virtio-blk-pci,drive=testdisk",
            "-device", "virtio-serial-pci",
            "-chardev", f"file,id=results,path={out / 'results.bin'}",
-           "-device", "virtserialport,chardev=results,name=chkwin.results"]
+           "-device", "virtserialport,chardev=results,name=chkwin.results",
+           "-chardev", f"file,id=log,path={out / 'log.bin'}",
+           "-device", "virtserialport,chardev=log,name=chkwin.log"]
     if args.singlestep:
         cmd.append("-singlestep")
     return cmd

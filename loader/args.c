@@ -189,6 +189,8 @@ void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
 	opts->cpu = -1;
 	opts->ringbuf_mb = 16;
 	opts->kallsyms = "/proc/kallsyms";
+	/* getopt's own messages start with argv[0]: name the tool, not its path. */
+	argv[0] = (char *)"chkwin";
 	argp_parse(&argp, argc, argv, 0, NULL, opts);
 	if (opts->read_path && (opts->output || opts->dry_run)) {
 		fprintf(stderr, "chkwin: error: --read takes only --format\n");

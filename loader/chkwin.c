@@ -49,6 +49,7 @@ struct run {
 	struct ring_buffer *rb;
 	uint64_t seen[CHKWIN_REC_TYPES];
 	uint64_t bad_size;
+	uint64_t started;	/* CLOCK_MONOTONIC ns when recording began */
 	int ncpus;
 };
 
@@ -233,12 +234,19 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
 		text_free(&t);
 	}
-	if (!err)
-		fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records%s%s\n",
+	if (!err) {
+		uint64_t records = 0;
+		int i;
+
+		for (i = 0; i < CHKWIN_REC_TYPES; i++)
+			records += r->seen[i];
+		fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records, %llu records in %.1f s%s%s\n",
 			ending, (unsigned long long)counts.v[CHKWIN_CNT_CHKSUM],
 			(unsigned long long)counts.v[CHKWIN_CNT_CHKSUM_WINDOW],
 			(unsigned long long)chkwin_counts_lost(&counts),
+			(unsigned long long)records, (double)(now_ns() - r->started) / 1e9,
 			r->log ? ", log " : "", r->log ? r->log->path : "");
+	}
 	free(hist);
 	return err;
 }
@@ -254,6 +262,7 @@ static int record(struct run *r)
 	long lines = 0;
 	int err = 0;
 
+	r->started = started;
 	if (o->duration > 0)
 		deadline = started + (uint64_t)(o->duration * 1e9);
 	if (r->log && (err = write_header(r, started)))

@@ -1,0 +1,85 @@
+"""The loader on the host: it builds, and its log code survives damage.
+
+Only --help, bad flags and --read run here: BPF never loads into this
+machine's kernel (the guest tests do that).
+"""
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from kernels import REPO
+
+sys.path.insert(0, str(REPO / "guest"))
+import loaderbuild  # noqa: E402
+
+EM_AARCH64, EM_BPF = 183, 247
+PT_INTERP = 3
+
+
+@pytest.fixture(scope="module")
+def built():
+    return loaderbuild.build()
+
+
+def elf_machine(path):
+    head = path.read_bytes()[:64]
+    assert head[:4] == b"\x7fELF", f"{path} is not ELF"
+    return struct.unpack_from("<H", head, 18)[0]
+
+
+def program_header_types(path):
+    data = path.read_bytes()
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    return [struct.unpack_from("<I", data, phoff + i * phentsize)[0]
+            for i in range(phnum)]
+
+
+def test_bpf_object_is_bpf_with_every_program(built):
+    obj = built / "chkwin.bpf.o"
+    assert elf_machine(obj) == EM_BPF
+    sections = subprocess.run(["llvm-objdump", "-h", str(obj)],
+                              capture_output=True, text=True, check=True).stdout
+    for sec in ("tp_btf/ext4_chksum_begin", "tp_btf/ext4_chksum_end",
+                "kprobe/chksum_update", "kretprobe/chksum_update",
+                "tp_btf/ext4_inode_csum_verify", "fexit/__ext4_iget",
+                "kprobe/__ext4_iget", "kretprobe/__ext4_iget",
+                "tp_btf/irq_handler_entry", "tp_btf/irq_handler_exit",
+                "tp_btf/ipi_entry", "tp_btf/softirq_entry",
+                "tp_btf/block_rq_issue", "tp_btf/block_rq_complete",
+                "perf_event", ".BTF.ext"):
+        assert sec in sections, sec
+
+
+def test_loader_is_static_aarch64(built):
+    binary = built / "aarch64" / "chkwin"
+    assert elf_machine(binary) == EM_AARCH64
+    assert PT_INTERP not in program_header_types(binary), "dynamically linked"
+
+
+def test_logfile_unit_tests(built):
+    proc = subprocess.run([str(built / "host" / "logfile_test")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all checks passed" in proc.stdout
+
+
+def test_help_has_examples(built):
+    proc = subprocess.run([str(built / "host" / "chkwin"), "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "EXAMPLES:" in proc.stdout and "--sample-hz" in proc.stdout
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["-f", "xml"], ["-d", "-3"],
+                                  ["1", "2", "3"], ["--cpu", "x"]])
+def test_bad_flags_fail_with_one_error_line(built, argv):
+    proc = subprocess.run([str(built / "host" / "chkwin"), *argv],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("chkwin") and first.strip()
