@@ -1,9 +1,12 @@
 # chkwin: the lab's entry points.  Logic lives in guest/*.py; this is glue.
 PY        := /usr/bin/python3
 FLAVOURS  := unpatched patched
-DURATION  ?= 60
+DURATION  ?= 150
 SMP       ?= 2
 MEM       ?= 1024
+SAMPLE_HZ ?= 20000
+CELLS     ?= unpatched-off,unpatched-gcc49,patched-off,patched-gcc49
+WORKLOAD  ?= inode-load
 
 DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
@@ -42,7 +45,8 @@ test: deps kernels
 	bash tests/run
 
 demo: deps kernels
-	$(PY) guest/lab_demo.py --duration $(DURATION) --smp $(SMP) --mem $(MEM)
+	$(PY) guest/lab_demo.py --duration $(DURATION) --smp $(SMP) --mem $(MEM) \
+		--sample-hz $(SAMPLE_HZ) --cells $(CELLS) --workload $(WORKLOAD)
 
 bench: deps kernels
 	$(PY) bench/lab_bench.py --out bench/RESULTS.md
