@@ -1,8 +1,8 @@
 """make demo, short: guest/lab_demo.py end to end on two cells.
 
-unpatched-gcc49 for 180 s (the record scenario with the 20 kHz sampler
-gives about 3 failures per 120 s, so about 4.5 expected and a run without
-one is p ~ 0.01) and unpatched-off for 150 s (none expected: no window).
+unpatched-gcc49 for 240 s (the record scenario with the 20 kHz sampler
+gives about 3 failures per 120 s, so about 6 expected and a run without
+one is p ~ 0.0025) and unpatched-off for 120 s (none expected: no window).
 The report must say so in its tables: every gcc49 failure follows a window
 interrupt, the off cell has none; report.html exists and results/latest
 points at the run.
@@ -16,7 +16,7 @@ import pytest
 
 from kernels import PY, REPO
 
-CELLS = "unpatched-gcc49:180,unpatched-off:150"
+CELLS = "unpatched-gcc49:240,unpatched-off:120"
 
 
 @pytest.fixture(scope="module")
