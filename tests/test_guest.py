@@ -95,9 +95,14 @@ def test_earlier_results_are_never_overwritten(tmp_path):
 
 def test_initramfs_is_byte_identical_when_built_twice(tmp_path):
     """A second cache makes the second build a real one, not a cache hit;
-    the busybox .deb is copied over so that no download is needed."""
+    the busybox .deb is copied over so that no download is needed, and the
+    kernels and the loader (whose debug info names its build directory)
+    are linked in: the cpio writer is what is under test."""
     first = helper_path("initramfs.py")
-    shutil.copytree(first.parent.parent / "debs", tmp_path / "debs")
+    cache = first.parent.parent
+    shutil.copytree(cache / "debs", tmp_path / "debs")
+    for built in ("kernels", "loader"):
+        (tmp_path / built).symlink_to(cache / built)
     second = helper_path("initramfs.py",
                          env=dict(os.environ, CHKWIN_CACHE=str(tmp_path)))
     assert second.parent == tmp_path / "initramfs"
