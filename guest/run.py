@@ -136,8 +136,9 @@ def parse_args():
                 f"{text!r} is not a scenario name (letters, digits, ._-)")
         return text
 
-    ap.add_argument("--flavour", choices=["unpatched", "patched"],
-                    default="unpatched")
+    ap.add_argument("--flavour", choices=["unpatched", "patched", "stock"],
+                    default="unpatched",
+                    help="a lab kernel, or Debian's own (guest/stockkernel.py)")
     ap.add_argument("--scenario", type=scenario, required=True)
     ap.add_argument("--duration", type=positive, default=10,
                     help="guest seconds the scenario runs")
@@ -162,9 +163,17 @@ def main():
     args = parse_args()
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         die(f"--out {args.out} exists and is not an empty directory")
-    kernel = args.kernel or pathlib.Path(helper_output(
-        "kbuild.py", "--flavour", args.flavour, "--print-dir")) / "Image"
-    initramfs = args.initramfs or helper_output("initramfs.py", "--print-path")
+    if args.flavour == "stock":
+        # The same scenarios, with the modules the stock kernel needs.
+        kernel = args.kernel or pathlib.Path(helper_output(
+            "stockkernel.py", "--print-dir")) / "Image"
+        initramfs = args.initramfs or helper_output("stockkernel.py",
+                                                    "--print-initramfs")
+    else:
+        kernel = args.kernel or pathlib.Path(helper_output(
+            "kbuild.py", "--flavour", args.flavour, "--print-dir")) / "Image"
+        initramfs = args.initramfs or helper_output("initramfs.py",
+                                                    "--print-path")
     disk = args.disk or helper_output("testdisk.py", "--print-path")
     for what, path in (("kernel", kernel), ("initramfs", initramfs),
                        ("disk", disk)):

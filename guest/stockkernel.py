@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Debian's own arm64 kernel, unmodified, ready for guest/run.py --flavour stock.
+
+The linux-image-6.1.0-N-arm64 package is fetched with apt-get download
+(--package, else the newest already in $CHKWIN_CACHE/debs, else the
+newest N apt knows; kept in $CHKWIN_CACHE/debs) and unpacked, never installed.  Its dpkg-deb -x tree
+is reduced to what the guest needs: `Image` (the gzip-compressed vmlinuz,
+decompressed), `config`, `release`, and in `modules/` the virtio, ext4
+and crc32c modules (.ko, decompressed if the package compressed them)
+with `order`, their names in an order that insmod can follow (each after
+the modules its modinfo `depends=` names).  The directory
+$CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this script.
+
+    /usr/bin/python3 guest/stockkernel.py [--package NAME] [--print-dir]
+        [--print-initramfs]
+
+--print-initramfs builds guest/initramfs.py's initramfs with the modules
+added under /lib/modules/stock (where guest/init looks for them) and
+prints its path.
+"""
+
+import argparse
+import gzip
+import lzma
+import os
+import pathlib
+import re
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import initramfs  # noqa: E402
+from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+
+PACKAGE_RE = re.compile(r"^linux-image-6\.1\.0-(\d+)-arm64$")
+# What the guest loads: the virtio transport and its devices (test disk,
+# results and log ports), ext4, and crc32c_generic, which ext4 asks the
+# crypto API for by name (a softdep, so modinfo's depends= misses it).
+# Their own dependencies (jbd2, mbcache, crc16, ...) are found by modinfo.
+WANTED = ["virtio_pci", "virtio_blk", "virtio_console", "crc32c_generic", "ext4"]
+GUEST_MODULES = "/lib/modules/stock"
+
+
+def newest_package():
+    """The highest-numbered linux-image-6.1.0-N-arm64 in apt's lists."""
+    out = run_or_die(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
+                     "apt-cache pkgnames").stdout.split()
+    found = sorted((int(m.group(1)), name) for name in out
+                   if (m := PACKAGE_RE.match(name)))
+    if not found:
+        die("apt knows no linux-image-6.1.0-N-arm64 package: run "
+            "'dpkg --add-architecture arm64 && apt-get update' (make deps)")
+    return found[-1][1]
+
+
+def package_deb(package):
+    """The package's arm64 .deb, downloaded once into the cache."""
+    if not PACKAGE_RE.match(package):
+        die(f"--package {package!r} is not linux-image-6.1.0-N-arm64")
+    debs = cache_root() / "debs"
+    debs.mkdir(exist_ok=True)
+    found = sorted(debs.glob(f"{package}_*_arm64.deb"))
+    if found:
+        return found[-1]
+    # A scratch directory, so a failed fetch leaves no partial .deb behind.
+    with tempfile.TemporaryDirectory(dir=debs) as tmp:
+        run_or_die(["apt-get", "download", f"{package}:arm64"],
+                   f"apt-get download {package}:arm64", cwd=tmp,
+                   stdout=sys.stderr)
+        got = list(pathlib.Path(tmp).glob(f"{package}_*_arm64.deb"))
+        if len(got) != 1:
+            die(f"apt-get download {package}:arm64 gave no .deb")
+        final = debs / got[0].name
+        os.replace(got[0], final)
+    return final
+
+
+def modinfo(path, field):
+    out = run_or_die(["modinfo", "-F", field, str(path)],
+                     f"modinfo {path.name}").stdout.strip()
+    return [m for m in out.replace(",", " ").split() if m]
+
+
+def load_order(kos):
+    """WANTED and everything they depend on, dependencies first."""
+    order, visiting = [], set()
+
+    def visit(name, wanted_by):
+        if name in order:
+            return
+        if name in visiting:
+            die(f"module dependency loop through {name}")
+        if name not in kos:
+            die(f"the package has no module {name} (needed by {wanted_by}); "
+                "is it built in there?")
+        visiting.add(name)
+        for dep in modinfo(kos[name], "depends"):
+            visit(dep, name)
+        visiting.discard(name)
+        order.append(name)
+
+    for name in WANTED:
+        visit(name, "the guest")
+    return order
+
+
+def unpack(deb, outdir):
+    """Fill outdir from the .deb (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = pathlib.Path(scratch)
+        run_or_die(["dpkg-deb", "-x", str(deb), scratch], f"dpkg-deb -x {deb}",
+                   stdout=sys.stderr)
+        images = sorted((root / "boot").glob("vmlinuz-*"))
+        if len(images) != 1:
+            die(f"{deb.name} has {len(images)} boot/vmlinuz-* (expected 1)")
+        release = images[0].name[len("vmlinuz-"):]
+        data = images[0].read_bytes()
+        # QEMU takes a gzip Image only below a size limit: decompress here.
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        # An arm64 Image has "ARM\x64" at offset 56 (Documentation/arm64/booting).
+        if data[56:60] != b"ARM\x64":
+            die(f"{images[0].name} in {deb.name} is not an arm64 Image")
+        (outdir / "Image").write_bytes(data)
+        shutil.copyfile(root / "boot" / f"config-{release}", outdir / "config")
+        (outdir / "release").write_text(release + "\n")
+
+        kos = {}
+        for path in (root / "lib" / "modules" / release).rglob("*.ko*"):
+            name = path.name.split(".ko")[0].replace("-", "_")
+            kos[name] = path
+        mods = outdir / "modules"
+        mods.mkdir()
+        order = load_order(kos)
+        for name in order:
+            data = kos[name].read_bytes()
+            if kos[name].name.endswith(".ko.xz"):
+                data = lzma.decompress(data)
+            elif not kos[name].name.endswith(".ko"):
+                die(f"{kos[name].name}: unknown module compression")
+            (mods / f"{name}.ko").write_bytes(data)
+        (mods / "order").write_text("".join(n + "\n" for n in order))
+
+
+def cached_package():
+    """The highest-numbered package already in the cache, or None: once
+    fetched, a kernel stays the default even when apt learns a newer one."""
+    found = sorted((int(m.group(1)), m.group(0)) for deb in
+                   (cache_root() / "debs").glob("linux-image-*_arm64.deb")
+                   if (m := PACKAGE_RE.match(deb.name.split("_")[0])))
+    return found[-1][1] if found else None
+
+
+def build(package=None):
+    """Return the stock kernel's directory, unpacking on a cache miss."""
+    deb = package_deb(package or cached_package() or newest_package())
+    key = Key("stockkernel").add_file(deb).add_file(__file__)
+    outdir = cache_root() / "stock" / f"{deb.name.split('_')[0]}-{key.hexdigest()}"
+    if (outdir / "modules" / "order").is_file():
+        print(f"stockkernel: cache hit {outdir}", file=sys.stderr)
+        return outdir
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    # Built aside and renamed, so a failed unpack is never a cache hit.
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-"))
+    try:
+        unpack(deb, tmp)
+    except BaseException:
+        shutil.rmtree(tmp)
+        raise
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    os.replace(tmp, outdir)
+    print(f"stockkernel: unpacked {outdir}", file=sys.stderr)
+    return outdir
+
+
+def initramfs_adds(kdir):
+    """(host, guest) pairs that put the modules where guest/init finds them."""
+    mods = kdir / "modules"
+    return [(str(p), f"{GUEST_MODULES}/{p.name}")
+            for p in sorted(mods.iterdir())]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--package", help="linux-image-6.1.0-N-arm64 "
+                    "(default: the newest cached, else the newest apt knows)")
+    ap.add_argument("--print-dir", action="store_true",
+                    help="print the kernel directory on stdout")
+    ap.add_argument("--print-initramfs", action="store_true",
+                    help="build the initramfs with the modules, print its path")
+    args = ap.parse_args()
+    kdir = build(args.package)
+    if args.print_dir:
+        print(kdir)
+    if args.print_initramfs:
+        print(initramfs.build(initramfs_adds(kdir)))
+
+
+if __name__ == "__main__":
+    main()
