@@ -22,6 +22,8 @@
 #define EBADMSG		74	/* ext4: EFSBADCRC */
 #define STACK_DEPTH	32	/* FACTS.md: 16 frames miss the fasteoi path */
 #define NR_SOFTIRQS_MAX	16
+#define CALLER_FRAMES	8	/* chksum_update's caller is within a few frames */
+#define CALLER_STEPS	11	/* binary search steps: log2(CHKWIN_CALLER_RANGES) + 1 */
 
 /* Settings, filled in by the loader between open and load. */
 const volatile int target_cpu = -1;
@@ -35,6 +37,11 @@ const volatile __u64 el1_irq_end;
 const volatile __u64 el0_irq_start;
 const volatile __u64 el0_irq_end;
 const volatile int rq_issue_arg;	/* block_rq_issue: (q, rq) before 5.11 */
+/* Fallback caller kinds: ext4 functions, sorted, disjoint (loader/callers.c). */
+const volatile __u32 caller_nranges;
+const volatile __u64 caller_start[CHKWIN_CALLER_RANGES];
+const volatile __u64 caller_end[CHKWIN_CALLER_RANGES];
+const volatile __u16 caller_kind[CHKWIN_CALLER_RANGES];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -274,12 +281,61 @@ static __always_inline __u32 shash_crc(struct shash_desc *desc)
 	return crc;
 }
 
+/* The caller range holding addr: its kind, or -1 outside ext4. */
+static __always_inline int caller_range(__u64 addr)
+{
+	__u32 lo = 0, hi = caller_nranges, mid;
+	int i;
+
+	for (i = 0; i < CALLER_STEPS && lo < hi; i++) {
+		mid = (lo + hi) / 2;
+		if (mid >= CHKWIN_CALLER_RANGES)
+			return -1;
+		if (addr < caller_start[mid])
+			hi = mid;
+		else if (addr >= caller_end[mid])
+			lo = mid + 1;
+		else
+			return caller_kind[mid];
+	}
+	return -1;
+}
+
+/*
+ * The kind of the innermost ext4 function on the stack.  At the kprobe the
+ * caller's return address is still in the link register, and the frame
+ * walk starts one frame up: look at lr first, then the walk.
+ */
+static __always_inline __u16 stack_caller(struct pt_regs *ctx)
+{
+	__u64 ips[CALLER_FRAMES];
+	long n;
+	int i, kind;
+
+	if (!caller_nranges)
+		return CHKWIN_CALLER_UNKNOWN;
+	kind = caller_range(PT_REGS_RET(ctx));
+	if (kind >= 0)
+		return kind;
+	n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
+	if (n <= 0)
+		return CHKWIN_CALLER_UNKNOWN;
+	n /= sizeof(__u64);
+	/* ips[0] is chksum_update itself. */
+	for (i = 1; i < CALLER_FRAMES && i < n; i++) {
+		kind = caller_range(ips[i]);
+		if (kind >= 0)
+			return kind;
+	}
+	return CHKWIN_CALLER_UNKNOWN;
+}
+
 SEC("kprobe/chksum_update")
 int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
 	       unsigned int length)
 {
 	if (cpu_wanted())
-		chksum_begin(0, CHKWIN_CALLER_UNKNOWN, shash_crc(desc), length,
+		chksum_begin(0, stack_caller(ctx), shash_crc(desc), length,
 			     (__u64)desc);
 	return 0;
 }

@@ -93,6 +93,8 @@ enum chkwin_hist_source {
 #define CHKWIN_F_MISMATCH	0x10	/* verify: stored != computed */
 
 #define CHKWIN_CALLER_UNKNOWN	0xffff	/* fallback mode cannot tell */
+/* Fallback caller kinds: ext4 address ranges the kprobe searches. */
+#define CHKWIN_CALLER_RANGES	1024
 
 struct chkwin_rec_head {
 	__u8 type;		/* enum chkwin_rec_type */

@@ -88,6 +88,10 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 		fprintf(out, "chkwin: window   absent (no emulation in this kernel)\n");
 	if (o->sample_hz)
 		fprintf(out, "chkwin: sampler  cpu-clock at %ld Hz per CPU\n", o->sample_hz);
+	fprintf(out, "chkwin: callers  %s", p->caller_source);
+	if (!strcmp(p->caller_source, "stack"))
+		fprintf(out, " (%d ext4 address ranges)", p->ncaller_ranges);
+	fprintf(out, "\n");
 }
 
 /* Exactly the programs the plan chose get loaded. */
@@ -135,6 +139,12 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	s->rodata->el0_irq_start = p->el0_irq_start;
 	s->rodata->el0_irq_end = p->el0_irq_end;
 	s->rodata->rq_issue_arg = p->rq_issue_arg;
+	s->rodata->caller_nranges = p->ncaller_ranges;
+	for (i = 0; i < p->ncaller_ranges; i++) {
+		s->rodata->caller_start[i] = p->caller_ranges[i].start;
+		s->rodata->caller_end[i] = p->caller_ranges[i].end;
+		s->rodata->caller_kind[i] = p->caller_ranges[i].kind;
+	}
 	/* A ring buffer is a power of two pages. */
 	while (rb < (unsigned long)o->ringbuf_mb << 20)
 		rb <<= 1;

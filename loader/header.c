@@ -71,6 +71,7 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	first_line("/proc/cmdline", buf, sizeof(buf), "");
 	text_kv(t, "kernel_cmdline", buf);
 	text_kv(t, "flavour", chkwin_flavour(u.release));
+	text_kv(t, "kernel_kind", p->kernel_kind);
 	first_line("/sys/module/ext4/parameters/chksum_window", buf, sizeof(buf), "absent");
 	text_kv(t, "chksum_window", buf);
 	text_add(t, "cpus=%d\n", ncpus);
@@ -94,6 +95,7 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	if (p->window_start)
 		text_add(t, "window=0x%llx 0x%llx\n", (unsigned long long)p->window_start,
 			 (unsigned long long)p->window_end);
+	text_kv(t, "caller_source", p->caller_source);
 	for (i = 0; i < p->ncallers; i++)
 		if (p->callers[i])
 			text_add(t, "caller.%d=%s\n", i, p->callers[i]);

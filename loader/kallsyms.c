@@ -18,8 +18,10 @@ void ksyms_free(struct ksyms *k)
 {
 	size_t i;
 
-	for (i = 0; i < k->count; i++)
+	for (i = 0; i < k->count; i++) {
 		free(k->syms[i].name);
+		free(k->syms[i].module);
+	}
 	free(k->syms);
 	k->syms = NULL;
 	k->count = 0;
@@ -41,9 +43,10 @@ int ksyms_load(struct ksyms *k, const char *path)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
-		char type, name[256];
+		char type, name[256], module[64];
+		int got = sscanf(line, "%llx %c %255s [%63[^]]", &addr, &type, name, module);
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+		if (got < 3)
 			continue;
 		if (k->count == cap) {
 			struct ksym *grown;
@@ -55,9 +58,13 @@ int ksyms_load(struct ksyms *k, const char *path)
 			k->syms = grown;
 		}
 		k->syms[k->count].addr = addr;
+		k->syms[k->count].type = type;
 		k->syms[k->count].name = strdup(name);
-		if (!k->syms[k->count].name)
+		k->syms[k->count].module = got == 4 ? strdup(module) : NULL;
+		if (!k->syms[k->count].name || (got == 4 && !k->syms[k->count].module)) {
+			k->count++;	/* so that ksyms_free() frees what it got */
 			goto nomem;
+		}
 		k->count++;
 		nonzero += addr != 0;
 	}

@@ -8,7 +8,9 @@
 
 struct ksym {
 	uint64_t addr;
+	char type;		/* nm-style: t/T text, d/D data, ... */
 	char *name;
+	char *module;		/* "ext4" for "[ext4]", NULL for vmlinux */
 };
 
 struct ksyms {

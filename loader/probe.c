@@ -2,7 +2,8 @@
 /*
  * Which program serves each probe on this kernel.  Lab kernels have the
  * ext4 checksum tracepoints; a stock kernel inlines ext4_chksum(), so the
- * crc32c shash update and __ext4_iget() are kprobed instead.  fexit is
+ * crc32c shash update and __ext4_iget() are kprobed instead (caller kinds
+ * then come from the stack, callers.c).  fexit is
  * used only if a real attach succeeds (arm64 6.1 cannot: -ENOTSUPP), and
  * the interrupted pc comes from __irq_regs only where kallsyms has it.
  */
@@ -16,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include "callers.h"
 #include "kallsyms.h"
 #include "probe.h"
 
@@ -156,6 +158,7 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	bool tp = has_tp(kb, "ext4_chksum_begin") && has_tp(kb, "ext4_chksum_end");
 	const char *func = "ext4_chksum";
 
+	p->kernel_kind = tp ? "lab" : "stock";
 	if (o->off[PLAN_CHKSUM]) {
 		p->mode[PLAN_CHKSUM] = "off";
 	} else if (tp && o->mode != ATTACH_FALLBACK) {
@@ -288,6 +291,14 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 		err = plan_block(o, &kb, p);
 	p->mode[PLAN_SAMPLE] = o->sample_hz ? "perf_event" : "off";
 	read_callers(&kb, p);
+	p->caller_source = "none";
+	if (!err && p->use_chksum_tp) {
+		p->caller_source = "tracepoint";
+	} else if (!err && chkwin_plan_on(p, PLAN_CHKSUM)) {
+		chkwin_callers_default(p);
+		err = chkwin_callers_plan(&ks, p);
+		p->caller_source = "stack";
+	}
 
 	btf__free(kb.ext4);
 	btf__free(kb.vmlinux);

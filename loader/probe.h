@@ -28,6 +28,16 @@ struct chkwin_plan {
 	uint64_t el1_irq_start, el1_irq_end, el0_irq_start, el0_irq_end;
 	const char *callers[CHKWIN_MAX_CALLERS];
 	int ncallers;
+	/* Fallback: caller kinds from the stack (callers.c), sorted by start. */
+	struct {
+		uint64_t start, end;
+		uint16_t kind;
+	} caller_ranges[CHKWIN_CALLER_RANGES];
+	int ncaller_ranges;
+	/* "lab": the kernel has the chkwin ext4 tracepoints; "stock": it has not. */
+	const char *kernel_kind;
+	/* How chksum records get their caller: "tracepoint", "stack" or "none". */
+	const char *caller_source;
 	char error[200];	/* why the plan cannot be carried out */
 };
 
