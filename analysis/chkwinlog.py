@@ -128,6 +128,13 @@ class Log:
         start, end = value.split()
         return int(start, 16), int(end, 16)
 
+    def window_known(self):
+        """Whether window figures mean anything: the kernel has the window
+        symbols, or at least the emulation (chksum_window is not absent).
+        A stock kernel has neither, and its window counts are unknown, not 0."""
+        return (self.window() is not None
+                or self.header.get("chksum_window", "absent") != "absent")
+
     def callers(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()
                 if k.startswith("caller.")}

@@ -19,23 +19,29 @@ def calls_of(log):
 
 
 def row(path, log, corr):
+    """One log's figures; the window ones are None where the kernel has no
+    window (log.window_known()): unknown, which is not 0."""
     calls = calls_of(log)
     k = len(corr.failures)
     lo, hi = poisson_ci(k)
-    w = int(len(corr.window_calls))
-    wlo, whi = poisson_ci(w)
     lat = np.array(corr.latencies_ns(), float) / 1e6
     scale = PER / calls if calls else float("nan")
-    return {
+    out = {
         "log": str(path), "flavour": log.header.get("flavour", "?"),
         "window": log.header.get("chksum_window", "?"),
         "status": log.status, "calls": calls, "failures": k,
         "per_million": k * scale, "ci": (lo * scale, hi * scale),
-        "window_hits": w, "window_per_million": w * scale,
-        "window_ci": (wlo * scale, whi * scale),
-        "attributed": corr.attributed(),
+        "window_hits": None, "window_per_million": None, "window_ci": None,
+        "attributed": None,
         "latency_ms": lat.tolist(),
     }
+    if log.window_known():
+        w = int(len(corr.window_calls))
+        wlo, whi = poisson_ci(w)
+        out.update(window_hits=w, window_per_million=w * scale,
+                   window_ci=(wlo * scale, whi * scale),
+                   attributed=corr.attributed())
+    return out
 
 
 def _pool(rows):
@@ -52,14 +58,19 @@ def _ratio_text(a, b):
 
 
 def verdict(rows):
+    blind = [r for r in rows if r["attributed"] is None]
     total = sum(r["failures"] for r in rows)
-    attributed = sum(r["attributed"] for r in rows)
+    seen = total - sum(r["failures"] for r in blind)
+    attributed = sum(r["attributed"] for r in rows if r not in blind)
     parts = []
-    if total:
-        parts.append(f"{attributed} of {total} failures follow an interrupt in "
-                     "the stack-release window")
-    else:
+    if not total:
         parts.append("no checksum failures in these logs")
+    if seen:
+        parts.append(f"{attributed} of {seen} failures follow an interrupt in "
+                     "the stack-release window")
+    if blind:
+        parts.append(f"{total - seen} failures in {len(blind)} log(s) whose "
+                     "kernel has no window symbols: window arrivals unknown there")
     gcc49 = [r for r in rows if r["window"] == "gcc49"]
     flavours = sorted({r["flavour"] for r in gcc49})
     if "patched" in flavours and "unpatched" in flavours:
@@ -83,13 +94,14 @@ def table(rows):
     out = [head]
     for r in rows:
         lat = r["latency_ms"]
+        known = r["attributed"] is not None
         out.append([
             r["log"] + (" (truncated)" if r["status"] == "truncated" else ""),
             r["flavour"], r["window"], str(r["calls"]), str(r["failures"]),
             f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g})",
             f"{r['window_per_million']:.3g} ({r['window_ci'][0]:.3g}-"
-            f"{r['window_ci'][1]:.3g})",
-            f"{r['attributed']}/{r['failures']}",
+            f"{r['window_ci'][1]:.3g})" if known else "unknown (no window symbols)",
+            f"{r['attributed']}/{r['failures']}" if known else f"unknown/{r['failures']}",
             f"{np.median(lat):.3g}/{max(lat):.3g}" if lat else "-"])
     return out
 

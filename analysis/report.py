@@ -42,12 +42,14 @@ def _md_table(rows):
 def failure_rows(corr):
     rows = [["inode", "verdict ts (ns)", "cpu", "call", "window arrivals",
              "block completion cpu", "latency (ms)", "cross-CPU"]]
+    known = corr.log.window_known()
     for f in corr.failures:
         b = f["block"]
         rows.append([f["ino"], f["ts"], f["cpu"],
                      f["call"]["caller"] if f["call"] else "-",
-                     ", ".join(f"{w['source']} +{w['offset_ns']} ns" for w in
-                               f["window_arrivals"]) or "none",
+                     (", ".join(f"{w['source']} +{w['offset_ns']} ns" for w in
+                                f["window_arrivals"]) or "none")
+                     if known else "unknown (no window symbols)",
                      b["cpu"] if b else "-",
                      f"{b['latency_ns'] / 1e6:.3f}" if b else "-",
                      b["cross_cpu"] if b else "-"])

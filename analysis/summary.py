@@ -17,8 +17,17 @@ def duration_s(log):
     return max(0.0, (end - start) / 1e9)
 
 
+UNKNOWN = "unknown (no window symbols in this kernel)"
+
+
+def _known(value):
+    """None (a figure this kernel cannot give) as text."""
+    return UNKNOWN if value is None else value
+
+
 def summarize(log, path, corr=None):
     h = log.header
+    known = log.window_known()
     counts = {kind: len(log.of(kind)) for kind in chkwinlog.TYPES.values()}
     secs = duration_s(log)
     irq_classes = {}
@@ -26,11 +35,14 @@ def summarize(log, path, corr=None):
         cls = log.of(kind)["class"]
         irq_classes[kind] = {name: int((cls == n).sum())
                              for n, name in enumerate(chkwinlog.CLASSES)}
+        if not known:
+            irq_classes[kind]["window"] = None
     out = {
         "log": str(path), "status": log.status,
         "truncated": log.status == "truncated",
         "reason": log.reason if log.status == "truncated" else None,
         "kernel_release": h.get("kernel_release"), "flavour": h.get("flavour"),
+        "kernel_kind": h.get("kernel_kind"), "window_known": known,
         "chksum_window": h.get("chksum_window"), "cpus": h.get("cpus"),
         "sample_hz": h.get("sample_hz"),
         "modes": {k[5:]: v for k, v in h.items() if k.startswith("mode.")},
@@ -45,9 +57,9 @@ def summarize(log, path, corr=None):
     }
     if corr is not None:
         out["failures"] = len(corr.failures)
-        out["failures_attributed"] = corr.attributed()
+        out["failures_attributed"] = corr.attributed() if known else None
         out["failure_source"] = corr.source
-        out["window_hit_calls"] = int(len(corr.window_calls))
+        out["window_hit_calls"] = int(len(corr.window_calls)) if known else None
         out["arrivals_in_calls"] = len(corr.arrivals)
     return out
 
@@ -55,21 +67,22 @@ def summarize(log, path, corr=None):
 def text(s):
     lines = [f"log: {s['log']}", f"status: {s['status']}"
              + (f" ({s['reason']})" if s["truncated"] else "")]
-    for key in ("kernel_release", "flavour", "chksum_window", "cpus",
-                "sample_hz", "duration_s", "ending"):
+    for key in ("kernel_release", "flavour", "kernel_kind", "chksum_window",
+                "cpus", "sample_hz", "duration_s", "ending"):
         lines.append(f"{key}: {s[key]}")
     lines.append("modes: " + " ".join(f"{k}={v}" for k, v in s["modes"].items()))
     lines.append("records: " + " ".join(
         f"{k}={v} ({s['rates_per_s'][k]}/s)" for k, v in s["records"].items()))
     for kind, cls in s["classes"].items():
-        lines.append(f"{kind} classes: " + " ".join(f"{k}={v}" for k, v in cls.items()))
+        lines.append(f"{kind} classes: " + " ".join(
+            f"{k}={'unknown' if v is None else v}" for k, v in cls.items()))
     lost = s["lost"]
     lines.append("lost: " + (" ".join(f"{k}={v}" for k, v in lost.items())
                              if lost else "unknown (no trailer)"))
     if "failures" in s:
         lines.append(f"failures ({s['failure_source']}): {s['failures']}, "
-                     f"{s['failures_attributed']} after a window interrupt; "
-                     f"calls with a window arrival: {s['window_hit_calls']}")
+                     f"after a window interrupt: {_known(s['failures_attributed'])}; "
+                     f"calls with a window arrival: {_known(s['window_hit_calls'])}")
     return "\n".join(lines) + "\n"
 
 
