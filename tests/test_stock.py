@@ -1,0 +1,210 @@
+"""chkwin on Debian's own arm64 kernel, unmodified (guest/stockkernel.py).
+
+One guest run, shared: the stock kernel boots with its modules, the loader
+(default -m auto) plans every probe on its own, and Russell King's loop
+runs under it.  That kernel has no lab tracepoints, no KALLSYMS_ALL and no
+window symbols, so each probe must be in its fallback and the window
+figures must come out unknown.  The log is decoded on the host by the
+loader's reader, streamed and tallied (a record as a Python dict is about
+a kilobyte; the log has hundreds of thousands).
+"""
+
+import collections
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from guest import boot
+from kernels import PY, REPO
+
+sys.path.insert(0, str(REPO / "guest"))
+import loaderbuild  # noqa: E402
+import stockkernel  # noqa: E402
+
+DURATION = "45"
+FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
+                  "iget": "kprobe+kretprobe", "irq": "tp_btf+stack",
+                  "ipi": "tp_btf", "softirq": "tp_btf", "block": "tp_btf",
+                  "sample": "off"}
+F_COMPLETE = 0x08
+
+
+class Tally:
+    """One streamed pass over `chkwin --read -f json`: header, trailer,
+    final status, and counts of what the tests look at."""
+
+    def __init__(self, reader, path):
+        proc = subprocess.Popen([str(reader), "--read", str(path), "-f", "json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        self.header = self.trailer = None
+        self.status = {}
+        self.types = collections.Counter()
+        self.callers = collections.Counter()
+        self.lengths = collections.defaultdict(collections.Counter)
+        self.iget_errs = collections.Counter()
+        self.irq_classes = collections.Counter()
+        self.irq_no_pc = 0
+        self.completions = 0
+        self.chksum_offsets = collections.Counter()
+        for line in proc.stdout:
+            x = json.loads(line)
+            kind = x.get("type")
+            if kind == "chksum":
+                self.callers[x["caller"]] += 1
+                self.lengths[x["caller"]][x["length"]] += 1
+            elif kind == "iget":
+                self.iget_errs[x["err"]] += 1
+            elif kind == "irq":
+                self.irq_classes[x["class"]] += 1
+                self.irq_no_pc += x["pc"] == "0x0" and x["class"] != "user"
+                if x["class"] == "chksum":
+                    self.chksum_offsets[x["offset"]] += 1
+            elif kind == "block":
+                self.completions += bool(x["flags"] & F_COMPLETE)
+            if kind:
+                self.types[kind] += 1
+            elif "header" in x:
+                self.header = x["header"]
+            elif "trailer" in x:
+                self.trailer = x["trailer"]
+            self.status = x
+        self.stderr = proc.stderr.read()
+        proc.wait()
+
+    def caller(self, name):
+        """Number of caller kind `name` in the header's caller.N names."""
+        found = [int(k.split(".")[1]) for k, v in self.header.items()
+                 if k.startswith("caller.") and v == name]
+        assert len(found) == 1, (name, self.header)
+        return found[0]
+
+
+@pytest.fixture(scope="module")
+def stock_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stock-rk")
+    run = boot(out, "stock", "record", "--duration", DURATION,
+               "--append", "chkwin.workload=rk-loop")
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    return run
+
+
+@pytest.fixture(scope="module")
+def log(stock_run):
+    reader = loaderbuild.build() / "host" / "chkwin"
+    return Tally(reader, stock_run.out / "log.bin")
+
+
+def test_stock_kernel_boots_with_its_modules(stock_run):
+    kdir = stockkernel.build()
+    assert stock_run.status["flavour"] == "stock"
+    assert stock_run.status["ending"] == "exited"
+    loaded = stock_run.fields("init: loaded modules")
+    assert loaded and loaded[0].split() == (kdir / "modules" / "order").read_text().split()
+    order = loaded[0].split()
+    for before, after in (("virtio_pci_modern_dev", "virtio_pci"), ("jbd2", "ext4"),
+                          ("mbcache", "ext4"), ("crc16", "ext4"),
+                          ("crc32c_generic", "ext4")):
+        assert order.index(before) < order.index(after)
+    assert "EXT4-fs (vda): mounted filesystem" in stock_run.console
+    assert stock_run.fields("passes") and int(stock_run.fields("passes")[0]) >= 1
+
+
+def test_header_says_stock_kernel_and_fallback_modes(stock_run, log):
+    release = (stockkernel.build() / "release").read_text().strip()
+    h = log.header
+    assert h["kernel_release"] == release
+    assert h["flavour"] == "stock" and h["kernel_kind"] == "stock"
+    assert {k[5:]: v for k, v in h.items() if k.startswith("mode.")} == FALLBACK_MODES
+    assert h["caller_source"] == "stack"
+    assert h["chksum_window"] == "absent"
+    assert "window" not in h
+    assert h["func.0"].split()[0] == "chksum_update"
+
+
+def test_log_is_complete_and_nothing_was_lost(log):
+    assert log.status["status"] == "complete", (log.status, log.stderr)
+    assert log.trailer["ending"] == "signal"
+    lost = {k: v for k, v in log.trailer.items() if k.startswith("lost.")}
+    assert lost and set(lost.values()) == {"0"}, lost
+    for kind in ("chksum", "iget", "irq", "softirq", "block"):
+        assert int(log.trailer[f"records.{kind}"]) == log.types[kind], kind
+
+
+def test_checksums_igets_interrupts_and_blocks_in_plausible_numbers(stock_run, log):
+    igets = log.types["iget"]
+    # A pass of the loop reads all ~6000 inodes of the test disk from disk.
+    assert igets >= 5000
+    assert log.types["chksum"] >= igets
+    assert log.types["irq"] >= 1000
+    assert log.completions >= 1000
+    assert log.types["block"] >= 2 * log.completions - 100     # issue + completion
+    # Zero failures: every iget succeeded, and the kernel printed none.
+    assert set(log.iget_errs) == {0}, log.iget_errs
+    assert log.trailer["count.iget_badcrc"] == "0"
+    assert stock_run.status["checksum_invalid"] == 0
+
+
+def test_caller_kinds_come_from_the_stack(log):
+    igets = log.types["iget"]
+    seed = log.caller("EXT4_CHKSUM_SEED")
+    inode = log.caller("EXT4_CHKSUM_INODE")
+    # __ext4_iget hashes the inode number and generation (4 bytes each)
+    # into the seed when it reads an inode from disk; the verify that
+    # follows checksums the inode in pieces (ext4_inode_csum).
+    assert set(log.lengths[seed]) == {4}, log.lengths[seed]
+    assert igets <= log.callers[seed] <= 2 * igets
+    assert log.callers[inode] >= log.callers[seed] // 2
+    assert 4 not in log.lengths[inode]
+    assert log.callers[0xffff] <= log.types["chksum"] // 100, log.callers
+
+
+def test_interrupts_have_a_pc_and_no_window_class(log):
+    # No window symbols: the class cannot occur, and the plan says so.
+    assert "window" not in log.irq_classes
+    assert log.trailer["count.irq.window"] == "0"
+    assert set(log.irq_classes) <= {"chksum", "kernel", "user", "unknown"}
+    # __irq_regs is not in this kernel's kallsyms; the stack gave the pc.
+    assert log.irq_classes["kernel"] >= 1000
+    assert log.irq_classes["unknown"] <= log.types["irq"] // 100, log.irq_classes
+    assert log.irq_no_pc == log.irq_classes["unknown"]
+    start, end = (int(x, 16) for x in log.header["func.0"].split()[1:])
+    assert log.chksum_offsets and max(log.chksum_offsets) < end - start
+
+
+def test_report_renders_with_unknown_window_figures(stock_run, tmp_path):
+    cell = tmp_path / "stock"
+    cell.mkdir()
+    for name in ("log.bin", "cmdline.txt"):
+        shutil.copy(stock_run.out / name, cell / name)
+    analyze = str(REPO / "analysis/chkwin-analyze")
+    proc = subprocess.run([PY, analyze, "report", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^verdict: no checksum failures in these logs; .*"
+                     r"no window symbols: window arrivals unknown", proc.stdout, re.M)
+    md = (tmp_path / "report.md").read_text()
+    assert "kernel_kind: stock" in md
+    assert "irq classes: window=unknown" in md
+    assert "| unknown (no window symbols) | unknown/0 |" in md
+    assert (tmp_path / "report.html").stat().st_size > 10000
+    proc = subprocess.run([PY, analyze, "summary", "--json", str(cell / "log.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["window_known"] is False and s["failures"] == 0
+    assert s["failures_attributed"] is None and s["window_hit_calls"] is None
+    assert s["classes"]["irq"]["window"] is None
+
+
+def test_bad_package_name_is_a_one_line_error():
+    proc = subprocess.run([PY, str(REPO / "guest/stockkernel.py"), "--package",
+                           "linux-image-amd64"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1
+    assert "is not linux-image-6.1.0-N-arm64" in proc.stderr
