@@ -133,7 +133,7 @@ static void json_str(const char *s, size_t len)
 	putchar('"');
 }
 
-static int print_rec(const struct chkwin_rec *r, uint64_t offset, void *ctx)
+static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 {
 	const struct reader *rd = ctx;
 	struct field f[MAX_FIELDS];
@@ -151,8 +151,8 @@ static int print_rec(const struct chkwin_rec *r, uint64_t offset, void *ctx)
 		putchar('\n');
 		break;
 	case FORMAT_JSON:
-		printf("{\"offset\":%llu,\"type\":\"%s\",\"ts\":%llu,\"cpu\":%u,\"tid\":%u,\"flags\":%u",
-		       (unsigned long long)offset, chkwin_rec_name(r->h.type),
+		printf("{\"pos\":%llu,\"type\":\"%s\",\"ts\":%llu,\"cpu\":%u,\"tid\":%u,\"flags\":%u",
+		       (unsigned long long)pos, chkwin_rec_name(r->h.type),
 		       (unsigned long long)r->h.ts, r->h.cpu, r->h.tid, r->h.flags);
 		for (i = 0; i < n; i++) {
 			printf(",\"%s\":", f[i].name);
@@ -164,7 +164,7 @@ static int print_rec(const struct chkwin_rec *r, uint64_t offset, void *ctx)
 		puts("}");
 		break;
 	case FORMAT_CSV:
-		printf("%llu,%s,%llu,%u,%u,%u", (unsigned long long)offset,
+		printf("%llu,%s,%llu,%u,%u,%u", (unsigned long long)pos,
 		       chkwin_rec_name(r->h.type), (unsigned long long)r->h.ts, r->h.cpu,
 		       r->h.tid, r->h.flags);
 		for (c = 0; c < NCOLS; c++) {
@@ -238,7 +238,7 @@ int chkwin_read_log(const char *path, enum chkwin_format format)
 	close(fd);
 
 	if (format == FORMAT_CSV) {
-		printf("offset,type,ts,cpu,tid,flags");
+		printf("pos,type,ts,cpu,tid,flags");
 		for (c = 0; c < NCOLS; c++)
 			printf(",%s", csv_columns[c]);
 		putchar('\n');
