@@ -49,9 +49,7 @@ demo: deps kernels
 		--sample-hz $(SAMPLE_HZ) --cells $(CELLS) --workload $(WORKLOAD)
 
 bench: deps kernels
-	$(PY) bench/lab_bench.py --out bench/RESULTS.md
-	$(PY) bench/loader_bench.py --out bench/LOADER.md
-	$(PY) bench/analysis_bench.py
+	$(PY) bench/results.py --out bench/RESULTS.md
 
 clean-results:
 	rm -rf results

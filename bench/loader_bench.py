@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""Loader figures: workload slowdown under chkwin, cost per event, and the
-highest event rate recorded with nothing lost.
+"""Recording cost: the inode loop under chkwin, its kprobe fallback and the
+kernel's own event tracing, against nothing, in one boot.
 
-One boot of the loader-bench scenario (same kernel, same boot for every
-round): the inode loop alone and under chkwin in alternation, then under
-chkwin with the cpu-clock sampler at rising rates.  Writes Markdown
-(stdout, or --out FILE atomically).
+One boot of the loader-bench scenario: rounds of pieces (by default
+nothing, chkwin, chkwin -m fallback, tracefs events read from
+trace_pipe_raw), then chkwin with the cpu-clock sampler at rising rates.
+Each tracer's slowdown is the untraced piece's pass rate over its own in
+the same round.  With --flavour stock (Debian's kernel) only nothing and
+the fallback make sense.  Prints a Markdown section.
 """
 
 import argparse
-import os
 import pathlib
 import re
 import statistics
@@ -17,71 +18,113 @@ import subprocess
 import sys
 import tempfile
 
+from section import print_section
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-SIGNAL_RE = re.compile(r"chkwin: signal: (\d+) checksum calls, (\d+) window hits, "
-                       r"(\d+) lost records, (\d+) records in ([\d.]+) s")
+NAMES = {"chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
+         "tracefs": "tracefs events, trace_pipe_raw"}
+RATES = "2000,5000,10000,20000,50000"
+PIECE_RE = re.compile(r"^bench-piece: (\w+) (\d+) (\d+) ([\d.]+) (\d+) (\d+) (\d+)(?: (\d+))?$",
+                      re.M)
+RATE_RE = re.compile(r"^bench-rate: (\d+) (\d+) ([\d.]+) chkwin: signal: (\d+) checksum calls, "
+                     r"\d+ window hits, (\d+) lost records, (\d+) records in ([\d.]+) s", re.M)
 
 
-def fields(console, key):
-    return [ln.split()[1:] for ln in console.splitlines()
-            if ln.startswith(key + ":")]
+def spread(values, fmt):
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values),
+                                              max(values)))
+
+
+def boot(args, out):
+    append = (f"chkwin.bench_modes=off,{','.join(args.modes)} "
+              f"chkwin.bench_rounds={args.rounds} chkwin.bench_rates={args.rates or 'none'}")
+    if args.flavour != "stock":
+        append += f" ext4.chksum_window={args.window}"
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--scenario",
+           "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
+           "--append", append, "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    console = (out / "console.log").read_text(errors="replace") \
+        if (out / "console.log").exists() else ""
+    if proc.returncode != 0:
+        last = [ln for ln in console.splitlines() if ln.startswith("loader-bench:")]
+        sys.exit("loader_bench: error: the loader-bench guest failed: "
+                 + (last or proc.stderr.strip().splitlines() or ["no output"])[-1])
+    return console
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--flavour", default="unpatched")
-    ap.add_argument("--seconds", type=int, default=10,
+    ap.add_argument("--flavour", default="unpatched", choices=["unpatched", "patched", "stock"])
+    ap.add_argument("--window", default="off", help="ext4.chksum_window for the boot")
+    ap.add_argument("--seconds", type=int, default=15,
                     help="guest seconds of each measured piece")
-    ap.add_argument("--out", type=pathlib.Path)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--modes", default="chkwin,fallback,tracefs",
+                    help="tracers to compare with nothing (comma-separated)")
+    ap.add_argument("--rates", default=RATES,
+                    help="sampler rates in Hz after the rounds; empty for none")
     args = ap.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
+    if args.seconds <= 0 or args.rounds <= 0 or not set(args.modes) <= set(NAMES):
+        ap.error(f"--seconds and --rounds must be positive, --modes among {','.join(NAMES)}")
     with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "run"
-        cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour,
-               "--scenario", "loader-bench", "--duration", str(args.seconds),
-               "--out", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        console = (out / "console.log").read_text(errors="replace") \
-            if (out / "console.log").exists() else ""
-    if proc.returncode != 0:
-        sys.exit("loader_bench: error: the loader-bench guest failed: "
-                 + (proc.stderr.strip().splitlines() or ["no output"])[-1])
-    off = [int(f[1]) for f in fields(console, "bench-off")]
-    on = [int(f[1]) for f in fields(console, "bench-on")]
-    stops = SIGNAL_RE.findall(console)
-    if not off or len(off) != len(on) or len(stops) < len(on):
-        sys.exit("loader_bench: error: the guest printed no complete rounds")
-    ratios = [a / b for a, b in zip(off, on) if b]
-    calls = [int(s[0]) for s in stops[:len(on)]]
-    # Time per pass grows by this much; spread over the checksum calls made.
-    t = args.seconds
-    per_call_us = [(t / b - t / a) / (c / b) * 1e6
-                   for a, b, c in zip(off, on, calls) if a and b and c]
-    rows = [("workload slowdown, passes alone / under chkwin (median of "
-             f"{len(ratios)} rounds)", f"{statistics.median(ratios):.2f}x"),
-            ("added cost per checksum call (median)",
-             f"{statistics.median(per_call_us):.1f} us guest time")]
+        console = boot(args, pathlib.Path(tmp) / "run")
+    pieces = {}
+    for mode, rnd, passes, seconds, nbytes, events, lost, calls in PIECE_RE.findall(console):
+        pieces[mode, int(rnd)] = dict(rate=int(passes) / float(seconds), passes=int(passes),
+                                      bytes=int(nbytes), events=int(events), lost=int(lost),
+                                      calls=int(calls or 0), seconds=float(seconds))
+    rounds = sorted({r for m, r in pieces if m == "off"})
+    if len(rounds) != args.rounds or any((m, r) not in pieces or not pieces[m, r]["passes"]
+                                         for m in ["off"] + args.modes for r in rounds):
+        sys.exit(f"loader_bench: error: the guest printed {len(rounds)} complete "
+                 f"rounds with passes, not {args.rounds}")
+    release = re.search(r"Linux version (\S+) ", console)
+    off_rate = statistics.median(pieces["off", r]["rate"] for r in rounds)
+    rows = [("kernel", release.group(1) if release else "unknown"),
+             ("untraced: inode passes per minute, median", f"{off_rate * 60:.1f}")]
+    for mode in args.modes:
+        name = NAMES[mode]
+        mine = [pieces[mode, r] for r in rounds]
+        slow = [pieces["off", r]["rate"] / p["rate"] for r, p in zip(rounds, mine)]
+        rows.append((f"{name}: slowdown, min / median / max of {len(slow)} rounds",
+                     spread(slow, "{:.2f}x")))
+        rows.append((f"{name}: inode passes per minute, median",
+                     f"{statistics.median(p['rate'] for p in mine) * 60:.1f}"))
+        nbytes, events = sum(p["bytes"] for p in mine), sum(p["events"] for p in mine)
+        passes = sum(p["passes"] for p in mine)
+        rows.append((f"{name}: bytes per event, events per inode pass, lost",
+                     f"{nbytes / events:.1f} B, {events / passes:.0f}, "
+                     f"{sum(p['lost'] for p in mine)}" if events and passes else "no events"))
+        if mode != "tracefs":
+            # The time a pass gains under chkwin, spread over its checksum calls.
+            cost = [(1 / p["rate"] - 1 / pieces["off", r]["rate"]) * p["passes"] / p["calls"] * 1e6
+                    for r, p in zip(rounds, mine) if p["calls"]]
+            rows.append((f"{name}: added guest time per checksum call, median",
+                         f"{statistics.median(cost):.1f} us" if cost else "no calls"))
     best = None
-    for (hz, *_), stop in zip(fields(console, "bench-rate"), stops[len(on):]):
-        lost, records, seconds = int(stop[2]), int(stop[3]), float(stop[4])
-        rate = records / seconds
-        rows.append((f"sampler at {hz} Hz: records/s, lost", f"{rate:.0f}/s, {lost} lost"))
-        if lost == 0 and (best is None or rate > best[0]):
+    for hz, _, _, _, lost, records, seconds in RATE_RE.findall(console):
+        rate = int(records) / float(seconds)
+        rows.append((f"chkwin -F {hz} (sampler): records/s, lost", f"{rate:.0f}/s, {lost}"))
+        if int(lost) == 0 and (best is None or rate > best[0]):
             best = (rate, hz)
-    rows.append(("highest event rate recorded with zero loss",
-                 f"{best[0]:.0f} records/s (sampler {best[1]} Hz)" if best else "none"))
-    text = ["# Loader figures", "",
-            f"`{' '.join(['bench/loader_bench.py'] + sys.argv[1:])}`: one boot of "
-            f"`{args.flavour}`, scenario `loader-bench`, {t} s pieces.", "",
-            "| figure | value |", "| --- | --- |"]
-    text += [f"| {k} | {v} |" for k, v in rows]
-    report = "\n".join(text) + "\n"
-    if args.out:
-        fd, tmpname = tempfile.mkstemp(dir=args.out.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            f.write(report)
-        os.replace(tmpname, args.out)
-    print(report, end="")
+    if args.rates:
+        rows.append(("highest record rate with zero loss",
+                     f"{best[0]:.0f}/s (sampler {best[1]} Hz)" if best else "none"))
+    window = "" if args.flavour == "stock" else f" (window {args.window})"
+    intro = (f"One boot of `{args.flavour}`{window}, {args.seconds} s pieces of the inode "
+             "loop, the tracers in turn in every round; a slowdown is the untraced "
+             "piece's pass rate over the traced one's in the same round.")
+    if "tracefs" in args.modes:
+        intro += ("  chkwin merges entry and exit into one 64-byte record; tracefs "
+                  "keeps them apart and adds a stack-trace entry per interrupt, the "
+                  "only way it has to give the interrupted pc.  Its readers drain "
+                  "trace_pipe_raw every 0.2 s, and each read returns a whole page, "
+                  "full or not.")
+    print_section("Stock kernel: fallback overhead" if args.flavour == "stock"
+                  else "Recording cost", intro, rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Runs every benchmark and writes bench/RESULTS.md: the commit, the
+machine, then each benchmark's Markdown section in turn.
+
+A benchmark that fails stops the run with its one-line error, and the
+previous RESULTS.md stays as it was (the file is replaced only whole).
+"""
+
+import argparse
+import datetime
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+BENCHES = {
+    "lab": ["bench/lab_bench.py"],
+    "loader": ["bench/loader_bench.py"],
+    "ttff": ["bench/ttff_bench.py"],
+    "analysis": ["bench/analysis_bench.py"],
+    "stock": ["bench/loader_bench.py", "--flavour", "stock", "--modes", "fallback",
+              "--rates", "", "--seconds", "10"],
+}
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def machine():
+    model = next((ln.split(":", 1)[1].strip() for ln in
+                  pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("model name")), platform.machine())
+    mem_kib = int(next(ln.split()[1] for ln in
+                       pathlib.Path("/proc/meminfo").read_text().splitlines()
+                       if ln.startswith("MemTotal:")))
+    qemu = subprocess.run(["qemu-system-aarch64", "--version"], capture_output=True,
+                          text=True).stdout.splitlines()[:1]
+    return (f"{os.cpu_count()} x {model} ({platform.machine()}), "
+            f"{mem_kib / 1048576:.0f} GiB, Linux {platform.release()}; "
+            f"{qemu[0] if qemu else 'qemu-system-aarch64 not found'}, TCG, "
+            "guests -M virt -cpu cortex-a72 -smp 2")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=pathlib.Path, default=REPO / "bench/RESULTS.md")
+    ap.add_argument("--only", action="append", choices=sorted(BENCHES),
+                    help="run only these benchmarks (repeatable)")
+    args = ap.parse_args()
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain") else ""
+    parts = ["# chkwin benchmark results", "",
+             f"Commit {git('rev-parse', '--short', 'HEAD')}{dirty}, "
+             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+             "written by `make bench` (bench/results.py).", "",
+             f"Machine: {machine()}.", ""]
+    for name, cmd in BENCHES.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"bench: {name}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        proc = subprocess.run([PY, str(REPO / cmd[0]), *cmd[1:]], capture_output=True,
+                              text=True, cwd=REPO)
+        if proc.returncode != 0 or not proc.stdout.startswith("## "):
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            sys.exit(f"bench: error: {name} failed (nothing written): {last}")
+        parts.append(proc.stdout.rstrip("\n"))
+        parts.append("")
+    fd, tmpname = tempfile.mkstemp(dir=args.out.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(parts))
+    os.replace(tmpname, args.out)
+    print(f"bench: wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
