@@ -41,9 +41,12 @@ def boot(args, out):
               f"chkwin.bench_rounds={args.rounds} chkwin.bench_rates={args.rates or 'none'}")
     if args.flavour != "stock":
         append += f" ext4.chksum_window={args.window}"
+    # The watchdog's default allows for one piece; the boot runs them all.
+    pieces = args.rounds * (1 + len(args.modes)) + len(args.rates.split(",") if args.rates else [])
     cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--scenario",
            "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
-           "--append", append, "--out", str(out)]
+           "--append", append, "--timeout", str(4 * pieces * args.seconds + 300),
+           "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     console = (out / "console.log").read_text(errors="replace") \
         if (out / "console.log").exists() else ""
