@@ -53,7 +53,8 @@ def main():
     ap.add_argument("--only", action="append", choices=sorted(BENCHES),
                     help="run only these benchmarks (repeatable)")
     args = ap.parse_args()
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain") else ""
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain",
+                                                "--untracked-files=no") else ""
     parts = ["# chkwin benchmark results", "",
              f"Commit {git('rev-parse', '--short', 'HEAD')}{dirty}, "
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
