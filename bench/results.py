@@ -4,6 +4,8 @@ machine, then each benchmark's Markdown section in turn.
 
 A benchmark that fails stops the run with its one-line error, and the
 previous RESULTS.md stays as it was (the file is replaced only whole).
+Without --out, the result goes to stdout (so --only never replaces the
+whole file with a part of it by accident).
 """
 
 import argparse
@@ -49,7 +51,7 @@ def machine():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=pathlib.Path, default=REPO / "bench/RESULTS.md")
+    ap.add_argument("--out", type=pathlib.Path, help="file to replace (default: stdout)")
     ap.add_argument("--only", action="append", choices=sorted(BENCHES),
                     help="run only these benchmarks (repeatable)")
     args = ap.parse_args()
@@ -71,6 +73,9 @@ def main():
             sys.exit(f"bench: error: {name} failed (nothing written): {last}")
         parts.append(proc.stdout.rstrip("\n"))
         parts.append("")
+    if not args.out:
+        sys.stdout.write("\n".join(parts))
+        return
     fd, tmpname = tempfile.mkstemp(dir=args.out.parent, prefix=".tmp-")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(parts))
