@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""Build stackscan (analysis/stackscan, C with capstone) into the cache.
+
+The binary goes to $CHKWIN_CACHE/stackscan/<key>/stackscan, the key
+covering this directory's sources and the compiler's and capstone's
+versions, so an unchanged tree is a cache hit.
+
+    /usr/bin/python3 analysis/stackscan/build.py [--print-path]
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "guest"))
+from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+
+
+def build():
+    """Return the path of the binary, building on a cache miss."""
+    key = Key("stackscan")
+    key.add("gcc", run_or_die(["gcc", "--version"], "gcc --version").stdout)
+    key.add("capstone", run_or_die(
+        ["dpkg-query", "-W", "-f=${Version}", "libcapstone-dev"],
+        "dpkg-query libcapstone-dev (is it installed? make deps)").stdout)
+    for path in sorted(p for p in HERE.iterdir()
+                       if p.suffix in (".c", ".h") or p.name == "Makefile"):
+        key.add("path:" + path.name, path.read_bytes())
+    outdir = cache_root() / "stackscan" / key.hexdigest()
+    binary = outdir / "stackscan"
+    if binary.is_file():
+        return binary
+    outdir.parent.mkdir(parents=True, exist_ok=True)
+    # Built aside and renamed, so a failed build is never a cache hit.
+    tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
+    run_or_die(["make", "-s", "-C", str(HERE), f"OUT={tmp}"],
+               "building stackscan (make -C analysis/stackscan)",
+               stdout=sys.stderr)
+    if not os.path.isfile(os.path.join(tmp, "stackscan")):
+        die("make -C analysis/stackscan produced no stackscan")
+    if outdir.exists():
+        run_or_die(["rm", "-rf", str(outdir)], f"removing stale {outdir}")
+    os.replace(tmp, outdir)
+    print(f"stackscan: built {binary}", file=sys.stderr)
+    return binary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--print-path", action="store_true",
+                    help="print the binary's path on stdout")
+    args = ap.parse_args()
+    binary = build()
+    if args.print_path:
+        print(binary)
+
+
+if __name__ == "__main__":
+    main()
