@@ -12,11 +12,12 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
 	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
 	python3-numpy python3-matplotlib python3-pytest kmod rsync \
-	binutils-aarch64-linux-gnu
+	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 
-.PHONY: all deps kernels testdisk initramfs test demo bench clean-results
+.PHONY: all deps kernels testdisk initramfs test demo bench stackscan \
+	clean-results
 
 all: kernels
 
@@ -50,6 +51,10 @@ demo: deps kernels
 
 bench: deps kernels
 	$(PY) bench/results.py --out bench/RESULTS.md
+
+# Builds stackscan (cached) and prints its path.
+stackscan: deps
+	$(PY) analysis/stackscan/build.py --print-path
 
 clean-results:
 	rm -rf results
