@@ -35,7 +35,8 @@ enum kind {
 	K_CALL,
 	K_JUMP,
 	K_CJUMP,
-	K_STOP,		/* ret, br, brk, data: no successor we can follow */
+	K_STOP,		/* ret, brk, data: no successor */
+	K_INDIRECT,	/* br: successors unknown (a jump table, a tail call) */
 };
 
 struct op {
@@ -194,8 +195,10 @@ static void classify(struct scanner *s, struct op *op, uint64_t start, size_t n)
 		op->kind = K_CALL;
 		op->clobber |= CALL_CLOBBER;
 		return;
-	case ARM64_INS_RET:
 	case ARM64_INS_BR:
+		op->kind = K_INDIRECT;
+		return;
+	case ARM64_INS_RET:
 	case ARM64_INS_ERET:
 	case ARM64_INS_BRK:
 	case ARM64_INS_HLT:
@@ -407,10 +410,24 @@ static int transfer(struct scanner *s, const struct op *op, struct state *st,
 /* One pass in address order.  Returns 1 if a backward edge changed a
  * state already used in this pass (so another pass is needed), 0 if not,
  * -1 on error.  *runs_on: control leaves by the end of the code. */
+/* What a br leaves for code that nothing else reaches (jump-table cases):
+ * its state, less any register below sp, so that code after a tail call
+ * from a released frame is not blamed for pointers into that frame. */
+static void join_indirect(struct state *brs, const struct state *cur)
+{
+	struct state t = *cur;
+	int i;
+
+	for (i = 0; i < NREG; i++)
+		if (t.r[i].known && (!t.r[SP].known || t.r[i].lo < t.r[SP].lo))
+			t.r[i].known = 0;
+	join_into(brs, &t);
+}
+
 static int run_pass(struct scanner *s, size_t n, uint64_t start,
 		    size_t *unreached, int *runs_on, char *err)
 {
-	struct state cur = { .reach = 1 };
+	struct state cur = { .reach = 1 }, brs = { .reach = 0 };
 	int again = 0;
 	size_t i;
 
@@ -426,6 +443,8 @@ static int run_pass(struct scanner *s, size_t n, uint64_t start,
 				join_into(&s->in[i], &cur);
 			cur = s->in[i];
 		}
+		if (!cur.reach)
+			cur = brs;
 		if (!cur.reach) {
 			++*unreached;
 			continue;
@@ -437,7 +456,10 @@ static int run_pass(struct scanner *s, size_t n, uint64_t start,
 			again = 1;
 		if ((op->kind == K_JUMP || op->kind == K_CJUMP) && op->to_end)
 			*runs_on = 1;
-		if (op->kind == K_JUMP || op->kind == K_STOP)
+		if (op->kind == K_INDIRECT)
+			join_indirect(&brs, &cur);
+		if (op->kind == K_JUMP || op->kind == K_STOP ||
+		    op->kind == K_INDIRECT)
 			cur.reach = 0;
 	}
 	*runs_on |= cur.reach;
