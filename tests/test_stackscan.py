@@ -118,6 +118,35 @@ JOIN_UNKNOWN = """
     ret
 """
 
+# Cases reached only through a jump table get the state at the br: the
+# late load in case 2 is found.
+JUMP_TABLE = """
+    sub  sp, sp, #32
+    mov  x5, sp
+    adr  x6, 1f
+    add  x6, x6, x0, lsl #2
+    br   x6
+1:  b    2f
+    b    3f
+2:  add  sp, sp, #32
+    ldr  x0, [x5]
+    ret
+3:  mov  x0, #0
+    add  sp, sp, #32
+    ret
+"""
+
+# A tail call after the release: code after it that nothing reaches does
+# not inherit x19, which points below sp there.
+TAIL_CALL = """
+    stp  x29, x30, [sp, #-32]!
+    add  x19, sp, #16
+    ldp  x29, x30, [sp], #32
+    br   x1
+    ldr  x0, [x19]
+    ret
+"""
+
 
 def function(name, body):
     return (f"    .globl {name}\n    .type {name}, %function\n{name}:\n"
@@ -171,10 +200,11 @@ def test_variants_exactly_where_expected(stackscan, tmp_path):
     obj = assemble(tmp_path, "variants", {
         "add_sp": ADD_SP, "ldp_post": LDP_POST, "above_sp": ABOVE_SP,
         "branches": BRANCHES, "join_unknown": JOIN_UNKNOWN,
-        "correct": CORRECT})
+        "jump_table": JUMP_TABLE, "tail_call": TAIL_CALL, "correct": CORRECT})
     rc, rep = scan(stackscan, obj)
     assert rc == 1
-    assert where(rep) == [("add_sp", 16), ("branches", 28), ("ldp_post", 24)]
+    assert where(rep) == [("add_sp", 16), ("branches", 28),
+                          ("jump_table", 32), ("ldp_post", 24)]
     by = {f["function"]: f for f in rep["findings"]}
     assert by["add_sp"]["release"]["insn"] == "add sp, sp, #0x20"
     assert (by["add_sp"]["below_sp_min"], by["add_sp"]["below_sp_max"]) \
@@ -184,7 +214,9 @@ def test_variants_exactly_where_expected(stackscan, tmp_path):
     assert by["ldp_post"]["below_sp_min"] == 8
     assert by["branches"]["release"]["offset"] == 24
     assert by["branches"]["below_sp_min"] == 56
-    assert rep["functions"] == 6 and rep["undecodable"] == 0
+    assert by["jump_table"]["release"]["offset"] == 28
+    assert by["jump_table"]["below_sp_min"] == 32
+    assert rep["functions"] == 8 and rep["undecodable"] == 0
 
 
 def test_correct_epilogue_exit_0(stackscan, tmp_path):
