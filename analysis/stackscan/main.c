@@ -53,7 +53,10 @@ int main(int argc, char **argv)
 				snprintf(err, sizeof(err), "%s needs a file", a);
 				return die(err);
 			}
-			*(a[2] == 's' ? &sysmap : &allow_path) = argv[++i];
+			if (!strcmp(a, "--allow"))
+				allow_path = argv[++i];
+			else
+				sysmap = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			snprintf(err, sizeof(err), "unknown option %s (see --help)", a);
 			return die(err);
