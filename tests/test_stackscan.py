@@ -118,6 +118,32 @@ JOIN_UNKNOWN = """
     ret
 """
 
+# A pointer made from the frame pointer, used after the frame went.
+FP_COPY = """
+    stp  x29, x30, [sp, #-64]!
+    mov  x29, sp
+    add  x20, x29, #32
+    str  xzr, [x20]
+    ldp  x29, x30, [sp], #64
+    ldr  x0, [x20]
+    ret
+"""
+
+# A variable-length array makes sp unknown; mov sp, x29 brings it back,
+# and the fixed part of the frame is still above sp: nothing to report.
+VLA = """
+    stp  x29, x30, [sp, #-32]!
+    mov  x29, sp
+    add  x19, x29, #16
+    sub  sp, sp, x0
+    mov  x2, sp
+    str  xzr, [x2]
+    mov  sp, x29
+    ldr  x0, [x19]
+    ldp  x29, x30, [sp], #32
+    ret
+"""
+
 # Cases reached only through a jump table get the state at the br: the
 # late load in case 2 is found.
 JUMP_TABLE = """
@@ -200,10 +226,11 @@ def test_variants_exactly_where_expected(stackscan, tmp_path):
     obj = assemble(tmp_path, "variants", {
         "add_sp": ADD_SP, "ldp_post": LDP_POST, "above_sp": ABOVE_SP,
         "branches": BRANCHES, "join_unknown": JOIN_UNKNOWN,
-        "jump_table": JUMP_TABLE, "tail_call": TAIL_CALL, "correct": CORRECT})
+        "jump_table": JUMP_TABLE, "tail_call": TAIL_CALL, "fp_copy": FP_COPY,
+        "vla": VLA, "correct": CORRECT})
     rc, rep = scan(stackscan, obj)
     assert rc == 1
-    assert where(rep) == [("add_sp", 16), ("branches", 28),
+    assert where(rep) == [("add_sp", 16), ("branches", 28), ("fp_copy", 20),
                           ("jump_table", 32), ("ldp_post", 24)]
     by = {f["function"]: f for f in rep["findings"]}
     assert by["add_sp"]["release"]["insn"] == "add sp, sp, #0x20"
@@ -216,7 +243,9 @@ def test_variants_exactly_where_expected(stackscan, tmp_path):
     assert by["branches"]["below_sp_min"] == 56
     assert by["jump_table"]["release"]["offset"] == 28
     assert by["jump_table"]["below_sp_min"] == 32
-    assert rep["functions"] == 8 and rep["undecodable"] == 0
+    assert by["fp_copy"]["release"]["offset"] == 16
+    assert by["fp_copy"]["below_sp_min"] == 32
+    assert rep["functions"] == 10 and rep["undecodable"] == 0
 
 
 def test_correct_epilogue_exit_0(stackscan, tmp_path):
@@ -274,6 +303,9 @@ def test_bad_input(stackscan, tmp_path):
          "--system-map"),
         (["--frobnicate", x86], "unknown option --frobnicate (see --help)"),
         ([], "no KERNEL given (see --help)"),
+        ([x86, "--allow"], "--allow needs a file"),
+        (["--system-map", tmp_path / "no.map", image],
+         "no.map: No such file or directory"),
     ]
     for args, msg in cases:
         proc = subprocess.run([stackscan, *map(str, args)],
