@@ -28,11 +28,10 @@ struct state {
 };
 
 enum kind {
-	K_PLAIN,	/* only clobbers what it writes */
+	K_PLAIN,	/* only clobbers what it writes (calls too) */
 	K_MOV,		/* dst = src */
 	K_ADD,		/* dst = src + imm */
 	K_AND,		/* dst = src & imm */
-	K_CALL,
 	K_JUMP,
 	K_CJUMP,
 	K_STOP,		/* ret, brk, data: no successor */
@@ -192,8 +191,7 @@ static void classify(struct scanner *s, struct op *op, uint64_t start, size_t n)
 		return;
 	case ARM64_INS_BL:
 	case ARM64_INS_BLR:
-		op->kind = K_CALL;
-		op->clobber |= CALL_CLOBBER;
+		op->clobber |= CALL_CLOBBER;	/* then returns here */
 		return;
 	case ARM64_INS_BR:
 		op->kind = K_INDIRECT;
