@@ -4,8 +4,9 @@ machine, then each benchmark's Markdown section in turn.
 
 A benchmark that fails stops the run with its one-line error, and the
 previous RESULTS.md stays as it was (the file is replaced only whole).
-Without --out, the result goes to stdout (so --only never replaces the
-whole file with a part of it by accident).
+Without --out, the result goes to stdout.  --only with --out updates just
+those sections of the file (each marked with the commit it was measured
+at) and keeps the others.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import datetime
 import os
 import pathlib
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ BENCHES = {
     "analysis": ["bench/analysis_bench.py"],
     "stock": ["bench/loader_bench.py", "--flavour", "stock", "--modes", "fallback",
               "--rates", "", "--seconds", "10"],
+    "stackscan": ["bench/stackscan_bench.py"],
 }
 
 
@@ -57,11 +60,8 @@ def main():
     args = ap.parse_args()
     dirty = " (with uncommitted changes)" if git("status", "--porcelain",
                                                 "--untracked-files=no") else ""
-    parts = ["# chkwin benchmark results", "",
-             f"Commit {git('rev-parse', '--short', 'HEAD')}{dirty}, "
-             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-             "written by `make bench` (bench/results.py).", "",
-             f"Machine: {machine()}.", ""]
+    commit = git("rev-parse", "--short", "HEAD") + dirty
+    sections = []
     for name, cmd in BENCHES.items():
         if args.only and name not in args.only:
             continue
@@ -71,16 +71,39 @@ def main():
         if proc.returncode != 0 or not proc.stdout.startswith("## "):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             sys.exit(f"bench: error: {name} failed (nothing written): {last}")
-        parts.append(proc.stdout.rstrip("\n"))
-        parts.append("")
+        sections.append(proc.stdout.rstrip("\n"))
+    if args.only and args.out and args.out.exists():
+        text = update(args.out.read_text(), sections, commit)
+    else:
+        text = "\n\n".join([
+            "# chkwin benchmark results",
+            f"Commit {commit}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
+            " UTC, written by `make bench` (bench/results.py).",
+            f"Machine: {machine()}.", *sections]) + "\n"
     if not args.out:
-        sys.stdout.write("\n".join(parts))
+        sys.stdout.write(text)
         return
     fd, tmpname = tempfile.mkstemp(dir=args.out.parent, prefix=".tmp-")
     with os.fdopen(fd, "w") as f:
-        f.write("\n".join(parts))
+        f.write(text)
     os.replace(tmpname, args.out)
     print(f"bench: wrote {args.out}", file=sys.stderr)
+
+
+def update(old, sections, commit):
+    """old with each of sections in place of the one with its title (or at
+    the end), marked with the commit it was measured at."""
+    parts = re.split(r"(?m)^(?=## )", old.rstrip("\n") + "\n")
+    for section in sections:
+        title, body = section.split("\n", 1)
+        marked = f"{title}\n\n(Measured again at commit {commit}.)\n{body}\n\n"
+        at = [i for i, p in enumerate(parts) if p.split("\n", 1)[0] == title]
+        if at:
+            parts[at[0]] = marked
+        else:
+            parts[-1] = parts[-1].rstrip("\n") + "\n\n"
+            parts.append(marked)
+    return "".join(parts).rstrip("\n") + "\n"
 
 
 if __name__ == "__main__":
