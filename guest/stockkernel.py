@@ -12,11 +12,14 @@ the modules its modinfo `depends=` names).  The directory
 $CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this script.
 
     /usr/bin/python3 guest/stockkernel.py [--package NAME] [--print-dir]
-        [--print-initramfs]
+        [--print-initramfs] [--print-system-map]
 
 --print-initramfs builds guest/initramfs.py's initramfs with the modules
 added under /lib/modules/stock (where guest/init looks for them) and
-prints its path.
+prints its path.  --print-system-map prints the path of `System.map` in
+the kernel's directory: Debian ships an empty placeholder (the real one is
+in the 800 MB -dbg package), so it is made once from /proc/kallsyms of the
+kernel booted with nokaslr (the kallsyms scenario).
 """
 
 import argparse
@@ -26,6 +29,7 @@ import os
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -175,6 +179,38 @@ def build(package=None):
     return outdir
 
 
+def system_map(kdir):
+    """kdir/System.map, made from the booted kernel's kallsyms if missing."""
+    path = kdir / "System.map"
+    if path.is_file():
+        return path
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "run"
+        proc = subprocess.run(
+            [sys.executable, str(pathlib.Path(__file__).with_name("run.py")),
+             "--flavour", "stock", "--scenario", "kallsyms", "--duration", "1",
+             "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            die("the kallsyms boot of the stock kernel failed: "
+                + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+        lines = (out / "log.bin").read_text().splitlines()
+    # Without KALLSYMS_ALL kallsyms starts at _stext; the Image starts at
+    # _text, one SEGMENT_ALIGN (64 KiB) below it in arm64's vmlinux.lds.S
+    # (so in the lab kernels' System.map too).
+    stext = [ln.split()[0] for ln in lines if ln.endswith(" T _stext")]
+    if not stext:
+        die("the stock kernel's kallsyms has no _stext symbol")
+    lines.insert(0, f"{int(stext[0], 16) - 0x10000:016x} T _text")
+    # _einittext, an end marker typed T, is the last symbol kallsyms has:
+    # as a function it would run on through the init data to the Image's end.
+    lines = [re.sub(r" T _einittext$", " D _einittext", ln) for ln in lines]
+    # Built aside and renamed, so a cut copy is never a cache hit.
+    tmp = path.with_name(".System.map.tmp")
+    tmp.write_text("".join(ln + "\n" for ln in lines))
+    os.replace(tmp, path)
+    return path
+
+
 def initramfs_adds(kdir):
     """(host, guest) pairs that put the modules where guest/init finds them."""
     mods = kdir / "modules"
@@ -190,12 +226,16 @@ def main():
                     help="print the kernel directory on stdout")
     ap.add_argument("--print-initramfs", action="store_true",
                     help="build the initramfs with the modules, print its path")
+    ap.add_argument("--print-system-map", action="store_true",
+                    help="print the path of a System.map made from kallsyms")
     args = ap.parse_args()
     kdir = build(args.package)
     if args.print_dir:
         print(kdir)
     if args.print_initramfs:
         print(initramfs.build(initramfs_adds(kdir)))
+    if args.print_system_map:
+        print(system_map(kdir))
 
 
 if __name__ == "__main__":
