@@ -15,11 +15,11 @@ import collections
 import json
 import random
 import re
-import subprocess
 import sys
 
 import pytest
 
+from decoded import Decoded, decode, finish
 from guest import boot
 from kernels import REPO
 
@@ -36,52 +36,27 @@ def reader():
     return loaderbuild.build() / "host" / "chkwin"
 
 
-def decode(reader, path):
-    """The reader's JSON lines for a log, streamed: a 180 s log is over three
-    million records, and as Python dicts all at once they took 7 GB."""
-    proc = subprocess.Popen([str(reader), "--read", str(path), "-f", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return proc, proc.stdout
-
-
-def finish(proc):
-    proc.stdout.close()
-    stderr = proc.stderr.read()
-    proc.wait()
-    return stderr
-
-
 TALLIED = ("class", "caller", "err")
 
 
-class Log:
-    """One pass over a decoded log: its header, trailer and status, counts
-    per record type, a tally of the few-valued fields, and only the records
-    `keep` picks."""
+class Log(Decoded):
+    """Counts per record type, a tally of the few-valued fields, and only
+    the records `keep` picks."""
 
     def __init__(self, reader, path, keep=lambda r: False):
-        proc, lines = decode(reader, path)
-        self.header = self.trailer = None
-        self.status = {}
         self.counts = collections.Counter()
         self.tally = collections.defaultdict(collections.Counter)
         self.kept = []
-        for line in lines:
-            x = json.loads(line)
-            if "type" in x:
-                self.counts[x["type"]] += 1
-                for field in TALLIED:
-                    if field in x:
-                        self.tally[x["type"], field][x[field]] += 1
-                if keep(x):
-                    self.kept.append(x)
-            elif "header" in x:
-                self.header = x["header"]
-            elif "trailer" in x:
-                self.trailer = x["trailer"]
-            self.status = x
-        self.stderr = finish(proc)
-        self.returncode = proc.returncode
+        self.keep = keep
+        super().__init__(reader, path)
+
+    def record(self, r):
+        self.counts[r["type"]] += 1
+        for field in TALLIED:
+            if field in r:
+                self.tally[r["type"], field][r[field]] += 1
+        if self.keep(r):
+            self.kept.append(r)
 
     def of(self, kind):
         return [r for r in self.kept if r["type"] == kind]
@@ -219,11 +194,10 @@ def test_cut_and_damaged_logs(gcc49_run, reader, tmp_path):
     path = tmp_path / "cut.bin"
     for cut in sorted(rng.sample(range(200, len(data)), 5)):
         path.write_bytes(data[:cut])
-        whole, full_lines = decode(reader, run.out / "log.bin")
-        proc, lines = decode(reader, path)
+        whole, proc = decode(reader, run.out / "log.bin"), decode(reader, path)
         records, last = 0, {}
-        for line in lines:
-            full_line = next(full_lines)
+        for line in proc.stdout:
+            full_line = next(whole.stdout)
             if line == full_line:
                 records += '"type"' in line
                 continue
@@ -242,9 +216,9 @@ def test_cut_and_damaged_logs(gcc49_run, reader, tmp_path):
     spot = len(data) // 2
     damaged[spot] ^= 0xff
     path.write_bytes(bytes(damaged))
-    proc, lines = decode(reader, path)
+    proc = decode(reader, path)
     line = ""
-    for line in lines:
+    for line in proc.stdout:
         pass
     finish(proc)
     status = json.loads(line)

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from decoded import Decoded
 from guest import boot
 from kernels import PY, REPO
 
@@ -33,16 +34,10 @@ FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
 F_COMPLETE = 0x08
 
 
-class Tally:
-    """One streamed pass over `chkwin --read -f json`: header, trailer,
-    final status, and counts of what the tests look at."""
+class Tally(Decoded):
+    """One streamed pass over the log: counts of what the tests look at."""
 
     def __init__(self, reader, path):
-        proc = subprocess.Popen([str(reader), "--read", str(path), "-f", "json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        self.header = self.trailer = None
-        self.status = {}
         self.types = collections.Counter()
         self.callers = collections.Counter()
         self.lengths = collections.defaultdict(collections.Counter)
@@ -51,30 +46,23 @@ class Tally:
         self.irq_no_pc = 0
         self.completions = 0
         self.chksum_offsets = collections.Counter()
-        for line in proc.stdout:
-            x = json.loads(line)
-            kind = x.get("type")
-            if kind == "chksum":
-                self.callers[x["caller"]] += 1
-                self.lengths[x["caller"]][x["length"]] += 1
-            elif kind == "iget":
-                self.iget_errs[x["err"]] += 1
-            elif kind == "irq":
-                self.irq_classes[x["class"]] += 1
-                self.irq_no_pc += x["pc"] == "0x0" and x["class"] != "user"
-                if x["class"] == "chksum":
-                    self.chksum_offsets[x["offset"]] += 1
-            elif kind == "block":
-                self.completions += bool(x["flags"] & F_COMPLETE)
-            if kind:
-                self.types[kind] += 1
-            elif "header" in x:
-                self.header = x["header"]
-            elif "trailer" in x:
-                self.trailer = x["trailer"]
-            self.status = x
-        self.stderr = proc.stderr.read()
-        proc.wait()
+        super().__init__(reader, path)
+
+    def record(self, r):
+        kind = r["type"]
+        self.types[kind] += 1
+        if kind == "chksum":
+            self.callers[r["caller"]] += 1
+            self.lengths[r["caller"]][r["length"]] += 1
+        elif kind == "iget":
+            self.iget_errs[r["err"]] += 1
+        elif kind == "irq":
+            self.irq_classes[r["class"]] += 1
+            self.irq_no_pc += r["pc"] == "0x0" and r["class"] != "user"
+            if r["class"] == "chksum":
+                self.chksum_offsets[r["offset"]] += 1
+        elif kind == "block":
+            self.completions += bool(r["flags"] & F_COMPLETE)
 
     def caller(self, name):
         """Number of caller kind `name` in the header's caller.N names."""
