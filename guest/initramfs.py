@@ -162,19 +162,24 @@ def newc(entries):
     return bytes(out)
 
 
-def build(adds):
-    with tempfile.TemporaryDirectory() as scratch:
-        entries = collect(adds, scratch)
-    key = Key("initramfs")
-    # The writer's own source is an input too: changing the format changes
-    # the bytes.
-    key.add_file(__file__)
+def entries_key(kind, writer, entries):
+    """The cache key of a product made from entries by the script writer
+    (its own source is an input too: changing the format changes the
+    bytes)."""
+    key = Key(kind)
+    key.add_file(writer)
     for name in sorted(entries):
         mode, data, rdev = entries[name]
         key.add(f"entry:{name}:{mode:o}:{rdev[0]}:{rdev[1]}", data)
+    return key.hexdigest()
+
+
+def build(adds):
+    with tempfile.TemporaryDirectory() as scratch:
+        entries = collect(adds, scratch)
     outdir = cache_root() / "initramfs"
     outdir.mkdir(exist_ok=True)
-    path = outdir / f"initramfs-{key.hexdigest()}.cpio.gz"
+    path = outdir / f"initramfs-{entries_key('initramfs', __file__, entries)}.cpio.gz"
     if path.is_file():
         print(f"initramfs: cache hit {path}", file=sys.stderr)
         return path

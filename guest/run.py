@@ -46,22 +46,41 @@ def helper_output(script, *args):
     return lines[-1]
 
 
-def qemu_command(args, kernel, initramfs, disk, out):
-    append = (f"console=ttyAMA0 panic=-1 rdinit=/init "
+def qemu_command(args, kernel, boot, disk, out):
+    """boot is the initramfs, or with --root debian the root disk and the
+    tools disk."""
+    if args.root == "debian":
+        start = f"root=/dev/vdb rootfstype=ext4 rw init={args.init}"
+    else:
+        start = "rdinit=/init"
+    append = (f"console=ttyAMA0 panic=-1 {start} "
               f"chkwin.scenario={args.scenario} chkwin.duration={args.duration}")
     if args.append:
         append += " " + args.append
     cmd = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72",
            "-smp", str(args.smp), "-m", str(args.mem), "-nographic",
            "-no-reboot", "-monitor", "none",
-           "-kernel", str(kernel), "-initrd", str(initramfs),
-           "-append", append,
+           "-kernel", str(kernel), "-append", append,
            "-chardev", f"file,id=console,path={out / 'console.log'}",
            "-serial", "chardev:console",
-           # read-only: no run can change the test disk
+           # read-only: no run can change the test disk (vda)
            "-drive", f"file={disk},if=none,id=testdisk,format=raw,readonly=on",
-           "-device", "virtio-blk-pci,drive=testdisk",
-           "-device", "virtio-serial-pci",
+           "-device", "virtio-blk-pci,drive=testdisk"]
+    if args.root == "debian":
+        rootfs, tools = boot
+        # snapshot: the guest writes to a throwaway overlay, never to the
+        # cached root disk, unless the build of that disk asks to write it.
+        # The build writes through an unsafe cache: its guest flushes
+        # (dpkg syncs every file) cost much under TCG, and a build that
+        # does not finish is thrown away anyway.
+        writes = ",cache=unsafe" if args.rootfs_writable else ",snapshot=on"
+        cmd += ["-drive", f"file={rootfs},if=none,id=rootfs,format=raw{writes}",
+                "-device", "virtio-blk-pci,drive=rootfs",
+                "-drive", f"file={tools},if=none,id=tools,format=raw,readonly=on",
+                "-device", "virtio-blk-pci,drive=tools"]
+    else:
+        cmd += ["-initrd", str(boot)]
+    cmd += ["-device", "virtio-serial-pci",
            "-chardev", f"file,id=results,path={out / 'results.bin'}",
            "-device", "virtserialport,chardev=results,name=chkwin.results",
            "-chardev", f"file,id=log,path={out / 'log.bin'}",
@@ -145,8 +164,20 @@ def parse_args():
     ap.add_argument("--smp", type=positive, default=2)
     ap.add_argument("--mem", type=positive, default=1024, help="MiB")
     ap.add_argument("--append", default="", help="extra kernel parameters")
+    ap.add_argument("--root", choices=["initramfs", "debian"], default="initramfs",
+                    help="userland: the busybox initramfs, or the Debian root "
+                         "filesystem (guest/rootfs.py) with the tools disk")
     ap.add_argument("--kernel", type=pathlib.Path)
     ap.add_argument("--initramfs", type=pathlib.Path)
+    ap.add_argument("--rootfs", type=pathlib.Path,
+                    help="the root disk image for --root debian "
+                         "(default: guest/rootfs.py's)")
+    ap.add_argument("--tools", type=pathlib.Path,
+                    help="the tools disk for --root debian (default: guest/toolsdisk.py's)")
+    ap.add_argument("--init", default="/sbin/chkwin-init",
+                    help="PID 1 on the root disk, with --root debian")
+    ap.add_argument("--rootfs-writable", action="store_true",
+                    help="attach the root disk writable (only for building it)")
     ap.add_argument("--disk", type=pathlib.Path)
     ap.add_argument("--timeout", type=positive,
                     help="wall seconds before the guest counts as hung "
@@ -163,6 +194,9 @@ def main():
     args = parse_args()
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         die(f"--out {args.out} exists and is not an empty directory")
+    if args.root == "debian" and args.flavour == "stock":
+        die("--root debian needs a lab kernel: the stock kernel's ext4 and "
+            "virtio are modules, which only its initramfs loads")
     if args.flavour == "stock":
         # The same scenarios, with the modules the stock kernel needs.
         kernel = args.kernel or pathlib.Path(helper_output(
@@ -172,16 +206,22 @@ def main():
     else:
         kernel = args.kernel or pathlib.Path(helper_output(
             "kbuild.py", "--flavour", args.flavour, "--print-dir")) / "Image"
-        initramfs = args.initramfs or helper_output("initramfs.py",
-                                                    "--print-path")
+        initramfs = args.initramfs
+    if args.root == "debian":
+        rootfs = args.rootfs or helper_output("rootfs.py", "--print-path")
+        tools = args.tools or helper_output("toolsdisk.py", "--print-path")
+        boot = (rootfs, tools)
+        files = [("root disk", rootfs), ("tools disk", tools)]
+    else:
+        boot = initramfs or helper_output("initramfs.py", "--print-path")
+        files = [("initramfs", boot)]
     disk = args.disk or helper_output("testdisk.py", "--print-path")
-    for what, path in (("kernel", kernel), ("initramfs", initramfs),
-                       ("disk", disk)):
+    for what, path in [("kernel", kernel)] + files + [("disk", disk)]:
         if not pathlib.Path(path).is_file():
             die(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console(args.out / "console.log", args.verbose)
-    cmd = qemu_command(args, kernel, initramfs, disk, args.out)
+    cmd = qemu_command(args, kernel, boot, disk, args.out)
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
     # TCG is slow, and -singlestep about 17 times slower again (FACTS.md).
     timeout = args.timeout or (4 * args.duration + 120) * (
@@ -205,7 +245,7 @@ def main():
     text = console.text()
     statuses = STATUS_RE.findall(text)
     uptimes = UPTIME_RE.findall(text)
-    status = {"flavour": args.flavour, "scenario": args.scenario,
+    status = {"flavour": args.flavour, "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
               "singlestep": args.singlestep,
               "ending": ending, "qemu_exit": proc.returncode,

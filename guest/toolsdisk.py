@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Build the tools disk: the initramfs's files as a small ext4 image.
+
+A guest that boots the Debian root filesystem (guest/rootfs.py) has no
+initramfs; it mounts this disk read-only at /chkwin instead and runs the
+same init, scenarios, busybox, loadgen and chkwin from it.  Keeping them
+off the root disk means a changed scenario or loader costs a second here,
+not a new root filesystem.  Cached by the same entries as the initramfs.
+
+    /usr/bin/python3 guest/toolsdisk.py [--print-path]
+"""
+
+import argparse
+import os
+import pathlib
+import stat
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import initramfs  # noqa: E402
+from cachedir import cache_root, run_or_die  # noqa: E402
+
+SIZE_MIB = 64
+
+
+def populate(root, entries):
+    """Write entries (guest path -> (mode, data, rdev)) under root."""
+    for name in sorted(entries):
+        mode, data, rdev = entries[name]
+        path = root / name
+        if stat.S_ISDIR(mode):
+            path.mkdir(exist_ok=True)
+        elif stat.S_ISLNK(mode):
+            os.symlink(data.decode(), path)
+        elif stat.S_ISCHR(mode):
+            os.mknod(path, mode, os.makedev(*rdev))
+        else:
+            path.write_bytes(data)
+        if not stat.S_ISLNK(mode):
+            os.chmod(path, stat.S_IMODE(mode))
+
+
+def build():
+    with tempfile.TemporaryDirectory() as scratch:
+        entries = initramfs.collect([], scratch)
+    outdir = cache_root() / "toolsdisk"
+    outdir.mkdir(exist_ok=True)
+    path = outdir / f"tools-{initramfs.entries_key('toolsdisk', __file__, entries)}.img"
+    if path.is_file():
+        print(f"toolsdisk: cache hit {path}", file=sys.stderr)
+        return path
+    with tempfile.TemporaryDirectory(dir=outdir, prefix=".tmp-") as tmp:
+        tree = pathlib.Path(tmp) / "tree"
+        tree.mkdir()
+        populate(tree, entries)
+        image = pathlib.Path(tmp) / "tools.img"
+        run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L", "chkwin-tools",
+                    "-E", "root_owner=0:0", "-d", str(tree), str(image), f"{SIZE_MIB}M"],
+                   "mke2fs of the tools disk", stdout=sys.stderr)
+        os.chmod(image, 0o444)
+        os.replace(image, path)
+    print(f"toolsdisk: built {path}", file=sys.stderr)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--print-path", action="store_true",
+                        help="print the image's path on stdout")
+    args = parser.parse_args()
+    path = build()
+    if args.print_path:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
