@@ -12,11 +12,11 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
 	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
 	python3-numpy python3-matplotlib python3-pytest kmod rsync \
-	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev
+	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 
-.PHONY: all deps kernels testdisk initramfs test demo bench stackscan \
+.PHONY: all deps kernels testdisk initramfs rootfs test demo bench stackscan \
 	clean-results
 
 all: kernels
@@ -41,6 +41,10 @@ testdisk: deps
 
 initramfs: deps
 	$(PY) guest/initramfs.py
+
+# The Debian arm64 root filesystem with bpftrace and perf (cached).
+rootfs: deps kernels
+	$(PY) guest/rootfs.py --print-path
 
 test: deps kernels
 	bash tests/run
