@@ -36,16 +36,20 @@ def spread(values, fmt):
                                               max(values)))
 
 
-def boot(args, out):
+def boot(args, out, root="initramfs", extra="", slack=300):
+    """One loader-bench boot; extra goes on the kernel command line, slack
+    is wall seconds the watchdog allows beyond the pieces."""
     append = (f"chkwin.bench_modes=off,{','.join(args.modes)} "
               f"chkwin.bench_rounds={args.rounds} chkwin.bench_rates={args.rates or 'none'}")
     if args.flavour != "stock":
         append += f" ext4.chksum_window={args.window}"
+    if extra:
+        append += " " + extra
     # The watchdog's default allows for one piece; the boot runs them all.
     pieces = args.rounds * (1 + len(args.modes)) + len(args.rates.split(",") if args.rates else [])
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--scenario",
-           "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
-           "--append", append, "--timeout", str(4 * pieces * args.seconds + 300),
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--root", root,
+           "--scenario", "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
+           "--append", append, "--timeout", str(4 * pieces * args.seconds + slack),
            "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     console = (out / "console.log").read_text(errors="replace") \
@@ -55,6 +59,22 @@ def boot(args, out):
         sys.exit("loader_bench: error: the loader-bench guest failed: "
                  + (last or proc.stderr.strip().splitlines() or ["no output"])[-1])
     return console
+
+
+def parse_pieces(console, args, name):
+    """The bench-piece lines: {(mode, round): figures}, and the rounds;
+    exits with a one-line error unless every round has every mode."""
+    pieces = {}
+    for mode, rnd, passes, seconds, nbytes, events, lost, calls in PIECE_RE.findall(console):
+        pieces[mode, int(rnd)] = dict(rate=int(passes) / float(seconds), passes=int(passes),
+                                      bytes=int(nbytes), events=int(events), lost=int(lost),
+                                      calls=int(calls or 0), seconds=float(seconds))
+    rounds = sorted({r for m, r in pieces if m == "off"})
+    if len(rounds) != args.rounds or any((m, r) not in pieces or not pieces[m, r]["passes"]
+                                         for m in ["off"] + args.modes for r in rounds):
+        sys.exit(f"{name}: error: the guest printed {len(rounds)} complete "
+                 f"rounds with passes, not {args.rounds}")
+    return pieces, rounds
 
 
 def main():
@@ -74,16 +94,7 @@ def main():
         ap.error(f"--seconds and --rounds must be positive, --modes among {','.join(NAMES)}")
     with tempfile.TemporaryDirectory() as tmp:
         console = boot(args, pathlib.Path(tmp) / "run")
-    pieces = {}
-    for mode, rnd, passes, seconds, nbytes, events, lost, calls in PIECE_RE.findall(console):
-        pieces[mode, int(rnd)] = dict(rate=int(passes) / float(seconds), passes=int(passes),
-                                      bytes=int(nbytes), events=int(events), lost=int(lost),
-                                      calls=int(calls or 0), seconds=float(seconds))
-    rounds = sorted({r for m, r in pieces if m == "off"})
-    if len(rounds) != args.rounds or any((m, r) not in pieces or not pieces[m, r]["passes"]
-                                         for m in ["off"] + args.modes for r in rounds):
-        sys.exit(f"loader_bench: error: the guest printed {len(rounds)} complete "
-                 f"rounds with passes, not {args.rounds}")
+    pieces, rounds = parse_pieces(console, args, "loader_bench")
     release = re.search(r"Linux version (\S+) ", console)
     off_rate = statistics.median(pieces["off", r]["rate"] for r in rounds)
     rows = [("kernel", release.group(1) if release else "unknown"),

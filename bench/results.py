@@ -29,6 +29,7 @@ BENCHES = {
     "stock": ["bench/loader_bench.py", "--flavour", "stock", "--modes", "fallback",
               "--rates", "", "--seconds", "10"],
     "stackscan": ["bench/stackscan_bench.py"],
+    "peers": ["bench/peers.py"],
 }
 
 
