@@ -95,7 +95,11 @@ def add_glue(tree):
     for guest, source in GLUE.items():
         shutil.copyfile(source, tree / guest)
         os.chmod(tree / guest, 0o755)
-    for d in ("chkwin", "mnt/test"):
+    # debootstrap leaves proc a symlink to the host's /proc, which its
+    # second stage would replace only after our PID 1 needs a real one.
+    if (tree / "proc").is_symlink():
+        (tree / "proc").unlink()
+    for d in ("proc", "chkwin", "mnt/test"):
         (tree / d).mkdir(parents=True, exist_ok=True)
     # Scenarios call each other by /scenarios/NAME, as in the initramfs.
     os.symlink("chkwin/scenarios", tree / "scenarios")
