@@ -77,6 +77,20 @@ def parse_pieces(console, args, name):
     return pieces, rounds
 
 
+def untraced_row(pieces, rounds):
+    off_rate = statistics.median(pieces["off", r]["rate"] for r in rounds)
+    return ("untraced: inode passes per minute, median", f"{off_rate * 60:.1f}")
+
+
+def slowdown(name, pieces, mode, rounds):
+    """mode's pieces by round, and the row of its slowdowns: the untraced
+    piece's pass rate over mode's, in each round."""
+    mine = [pieces[mode, r] for r in rounds]
+    slow = [pieces["off", r]["rate"] / p["rate"] for r, p in zip(rounds, mine)]
+    return mine, (f"{name}: slowdown, min / median / max of {len(slow)} rounds",
+                  spread(slow, "{:.2f}x"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flavour", default="unpatched", choices=["unpatched", "patched", "stock"])
@@ -96,15 +110,12 @@ def main():
         console = boot(args, pathlib.Path(tmp) / "run")
     pieces, rounds = parse_pieces(console, args, "loader_bench")
     release = re.search(r"Linux version (\S+) ", console)
-    off_rate = statistics.median(pieces["off", r]["rate"] for r in rounds)
     rows = [("kernel", release.group(1) if release else "unknown"),
-             ("untraced: inode passes per minute, median", f"{off_rate * 60:.1f}")]
+            untraced_row(pieces, rounds)]
     for mode in args.modes:
         name = NAMES[mode]
-        mine = [pieces[mode, r] for r in rounds]
-        slow = [pieces["off", r]["rate"] / p["rate"] for r, p in zip(rounds, mine)]
-        rows.append((f"{name}: slowdown, min / median / max of {len(slow)} rounds",
-                     spread(slow, "{:.2f}x")))
+        mine, row = slowdown(name, pieces, mode, rounds)
+        rows.append(row)
         rows.append((f"{name}: inode passes per minute, median",
                      f"{statistics.median(p['rate'] for p in mine) * 60:.1f}"))
         nbytes, events = sum(p["bytes"] for p in mine), sum(p["events"] for p in mine)

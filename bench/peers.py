@@ -15,12 +15,11 @@ import argparse
 import collections
 import pathlib
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 
-from loader_bench import boot, parse_pieces, spread
+from loader_bench import boot, parse_pieces, slowdown, untraced_row
 from section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -111,15 +110,12 @@ def main():
                        slack=300 + 240 * args.rounds * len(args.modes))
     pieces, rounds = parse_pieces(console, args, "peers")
     found = answers(console)
-    off_rate = statistics.median(pieces["off", r]["rate"] for r in rounds)
     rows = [("userland", "Debian bookworm root (guest/rootfs.py), tools disk"),
-            ("untraced: inode passes per minute, median", f"{off_rate * 60:.1f}")]
+            untraced_row(pieces, rounds)]
     for mode in args.modes:
         name = NAMES[mode]
-        mine = [pieces[mode, r] for r in rounds]
-        slow = [pieces["off", r]["rate"] / p["rate"] for r, p in zip(rounds, mine)]
-        rows.append((f"{name}: slowdown, min / median / max of {len(slow)} rounds",
-                     spread(slow, "{:.2f}x")))
+        mine, row = slowdown(name, pieces, mode, rounds)
+        rows.append(row)
         events, lost = sum(p["events"] for p in mine), sum(p["lost"] for p in mine)
         nbytes = sum(p["bytes"] for p in mine)
         what = "probe hits, kept in maps" if mode == "bpftrace" else "events recorded"
