@@ -26,6 +26,21 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
 NAMES = {"bpftrace": "bpftrace (maps)", "perf": "perf record -a -g",
          "chkwin": "chkwin (tracepoints)"}
+# What each tracer can and cannot answer, for the section's introduction.
+ABILITIES = {
+    "bpftrace": "**bpftrace** (0.17) answers it in maps: the interrupted pc from "
+                "`__irq_regs` (through `__per_cpu_offset`, since bpftrace has no "
+                "this-CPU pointer), offsets within function sizes the host reads from "
+                "`vmlinux`, failures from the verify tracepoint and a kretprobe.  It "
+                "cannot tie a failure to the interrupt or block completion behind it: "
+                "that needs per-event records, which it would stream through printf.",
+    "perf": "**perf record** keeps every event with its call chain; the "
+            "interrupted pc is only the frame after `el1h_64_irq`, found by "
+            "post-processing `perf script` in the guest (not timed).  Its file "
+            "grows with the call chains.",
+    "chkwin": "**chkwin** classifies each interrupt in the kernel and keeps one "
+              "64-byte record per event, so failures can be attributed offline.",
+}
 FUNCS = ["ext4_chksum", "ext4_chksum_gcc49"]
 # Wall seconds the watchdog allows a piece beyond its measured part:
 # bpftrace compiles its script each round, and perf's untimed perf script
@@ -146,18 +161,7 @@ def main():
              "round.  Each is asked chkwin's question: where in `ext4_chksum()` "
              "(and the emulated gcc49 code) interrupts land, by offset; how many "
              "checksum calls; how many inode checksum failures.\n\n"
-             "- **bpftrace** (0.17) answers it in maps: the interrupted pc from "
-             "`__irq_regs` (through `__per_cpu_offset`, since bpftrace has no "
-             "this-CPU pointer), offsets within function sizes the host reads from "
-             "`vmlinux`, failures from the verify tracepoint and a kretprobe.  It "
-             "cannot tie a failure to the interrupt or block completion behind it: "
-             "that needs per-event records, which it would stream through printf.\n"
-             "- **perf record** keeps every event with its call chain; the "
-             "interrupted pc is only the frame after `el1h_64_irq`, found by "
-             "post-processing `perf script` in the guest (not timed).  Its file "
-             "grows with the call chains.\n"
-             "- **chkwin** classifies each interrupt in the kernel and keeps one "
-             "64-byte record per event, so failures can be attributed offline.")
+             + "\n".join(f"- {ABILITIES[mode]}" for mode in args.modes))
     print_section("Peers: bpftrace and perf against chkwin", intro, rows)
 
 
