@@ -21,6 +21,7 @@ import tempfile
 
 from loader_bench import boot, parse_pieces, slowdown, untraced_row
 from section import print_section
+from stackscan_bench import output_of
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
@@ -51,12 +52,9 @@ ANSWER_RE = re.compile(r"^bench-answer: (\w+) (\d+) (\S+) (.*)$", re.M)
 
 def function_sizes(flavour):
     """FUNCTION:SIZE for FUNCS, from the flavour's vmlinux symbol table."""
-    kdir = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour", flavour,
-                           "--print-dir"], capture_output=True, text=True)
-    if kdir.returncode != 0:
-        sys.exit(f"peers: error: no {flavour} kernel: "
-                 + (kdir.stderr.strip().splitlines() or ["kbuild.py failed"])[-1])
-    vmlinux = pathlib.Path(kdir.stdout.strip().splitlines()[-1]) / "vmlinux"
+    kdir = output_of([PY, str(REPO / "guest/kbuild.py"), "--flavour", flavour,
+                      "--print-dir"], f"guest/kbuild.py --flavour {flavour}")
+    vmlinux = pathlib.Path(kdir.splitlines()[-1]) / "vmlinux"
     nm = subprocess.run(["aarch64-linux-gnu-nm", "-S", str(vmlinux)],
                         capture_output=True, text=True)
     sizes = {}

@@ -23,10 +23,12 @@ GOAL_S = 60
 
 
 def output_of(cmd, what):
+    """cmd's stdout; if it fails, exit with one line naming what failed
+    and its last line of stderr, as the bench that called it."""
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        sys.exit(f"stackscan_bench: error: {what} failed: {last[0]}")
+        sys.exit(f"{pathlib.Path(sys.argv[0]).stem}: error: {what} failed: {last[0]}")
     return proc.stdout.strip()
 
 
