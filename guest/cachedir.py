@@ -2,13 +2,18 @@
 
 Everything large (kernel trees, kernels, initramfs, disk images) lives under
 one directory outside the repository, ~/.cache/chkwin unless CHKWIN_CACHE
-says otherwise.  Each product sits in a directory named by a hash of its
-inputs, so unchanged inputs find the old product and changed ones miss.
+says otherwise.  Each product sits in a file or directory named by a hash
+of its inputs, so unchanged inputs find the old product and changed ones
+miss.  cached() is the one way a product gets there: locked, built aside,
+renamed into place.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -64,3 +69,68 @@ def run_or_die(cmd, what, **kw):
         die(f"{what} failed (exit {proc.returncode}): "
             f"{lines[-1] if lines else 'no message'}")
     return proc
+
+
+def log(what, msg):
+    """Progress and cache lines go to stderr, so that --print-* output on
+    stdout stays a bare path."""
+    print(f"{what}: {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def locked(path, what):
+    """Hold an exclusive flock on path for the block.  Another process that
+    holds it is building the same thing: say so, then wait for it."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(what, f"waiting for another build to finish ({path})")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def cached(entry, make, what, ready=None, lock=None):
+    """Return (entry, "hit" or "built"): the cache entry at path `entry` (a
+    file or a directory), made by make(tmp) on a miss.
+
+    make(tmp) must create tmp, a fresh path beside entry, as the entry's
+    whole content; it is renamed into place only when make returns, so a
+    failed or killed build is never a hit.  ready(entry) says whether the
+    entry is complete (default: it exists).  The build holds an exclusive
+    lock (lock, default entry's own lock file) from the second check to
+    the rename: a concurrent request for the same entry waits, then hits.
+    A lock shared by several entries (a kernel tree that every key of a
+    flavour builds in) is passed as lock."""
+    entry = pathlib.Path(entry)
+    ready = ready or (lambda p: p.exists())
+    if ready(entry):
+        log(what, f"cache hit {entry}")
+        return entry, "hit"
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with locked(lock or entry.parent / f".{entry.name}.lock", what):
+        if ready(entry):
+            log(what, f"cache hit {entry} (built meanwhile by another process)")
+            return entry, "hit"
+        tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}"
+        _remove(tmp)
+        try:
+            make(tmp)
+            if not tmp.exists():
+                die(f"the build of {entry.name} produced nothing")
+            _remove(entry)
+            os.replace(tmp, entry)
+        except BaseException:
+            _remove(tmp)
+            raise
+    log(what, f"built {entry}")
+    return entry, "built"

@@ -19,7 +19,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import loaderbuild  # noqa: E402
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 
 GUEST_DIR = pathlib.Path(__file__).resolve().parent
 WORKLOADS = GUEST_DIR / "workloads"
@@ -86,16 +86,16 @@ def loadgen_binary():
     key = Key("loadgen")
     for path in sorted(p for p in WORKLOADS.iterdir() if p.is_file()):
         key.add_file(path)
-    outdir = cache_root() / "loadgen" / key.hexdigest()
-    if not (outdir / "loadgen").is_file():
-        outdir.parent.mkdir(parents=True, exist_ok=True)
-        # Built aside and renamed, so a failed build is never a cache hit.
-        tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
+
+    def make_loadgen(tmp):
+        tmp.mkdir()
         run_or_die(["make", "-C", str(WORKLOADS), f"OUT={tmp}"],
                    "building loadgen", stdout=sys.stderr)
-        if not os.path.isfile(os.path.join(tmp, "loadgen")):
+        if not (tmp / "loadgen").is_file():
             die(f"make -C {WORKLOADS} produced no loadgen")
-        os.replace(tmp, outdir)
+
+    outdir, _ = cached(cache_root() / "loadgen" / key.hexdigest(), make_loadgen,
+                       "loadgen", ready=lambda d: (d / "loadgen").is_file())
     return (outdir / "loadgen").read_bytes()
 
 
@@ -177,21 +177,15 @@ def entries_key(kind, writer, entries):
 def build(adds):
     with tempfile.TemporaryDirectory() as scratch:
         entries = collect(adds, scratch)
-    outdir = cache_root() / "initramfs"
-    outdir.mkdir(exist_ok=True)
-    path = outdir / f"initramfs-{entries_key('initramfs', __file__, entries)}.cpio.gz"
-    if path.is_file():
-        print(f"initramfs: cache hit {path}", file=sys.stderr)
-        return path
-    # mtime=0 and no file name keep the gzip header free of the build time.
-    blob = gzip.compress(newc(entries), compresslevel=9, mtime=0)
-    fd, tmp = tempfile.mkstemp(dir=outdir, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(blob)
-    os.chmod(tmp, 0o444)
-    os.replace(tmp, path)
-    print(f"initramfs: built {path}", file=sys.stderr)
-    return path
+    name = f"initramfs-{entries_key('initramfs', __file__, entries)}.cpio.gz"
+
+    def make_initramfs(tmp):
+        # mtime=0 and no file name keep the gzip header free of the build time.
+        tmp.write_bytes(gzip.compress(newc(entries), compresslevel=9, mtime=0))
+        os.chmod(tmp, 0o444)
+
+    return cached(cache_root() / "initramfs" / name, make_initramfs,
+                  "initramfs", ready=pathlib.Path.is_file)[0]
 
 
 def parse_add(text):
@@ -208,7 +202,8 @@ def main():
                         metavar="HOSTPATH:GUESTPATH",
                         help="also put HOSTPATH at GUESTPATH (repeatable)")
     parser.add_argument("--print-path", action="store_true",
-                        help="print the initramfs path on stdout")
+                        help="print the initramfs path on stdout (built first "
+                             "on a cache miss, with the loader and kernel it needs)")
     args = parser.parse_args()
     path = build(args.add)
     if args.print_path:

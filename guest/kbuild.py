@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Build a chkwin kernel flavour from Debian's linux-source-6.1, cached.
 
+On a cache miss this builds (minutes); a second run for the same flavour
+meanwhile waits for the first, then hits.
+
 A flavour is a series file in kernel-patches/ (series.<flavour>).  The
 cache key covers the source package version, the series and its patches,
 the config fragment and the cross compiler's version; a hit costs a hash.
@@ -21,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, locked, run_or_die  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SOURCE_PACKAGE = "linux-source-6.1"
@@ -95,9 +98,9 @@ def extract(dest, version):
 
 def pristine_tree(version):
     src = cache_root() / "src" / f"{SOURCE_PACKAGE}-{version}"
-    if not src.exists():
-        src.parent.mkdir(parents=True, exist_ok=True)
-        extract(src, version)
+    with locked(src.with_name(f".{src.name}.lock"), "kbuild"):
+        if not src.exists():
+            extract(src, version)
     return src
 
 
@@ -172,10 +175,8 @@ def make(tree, jobs):
             f"(log: {logfile})")
 
 
-def collect(tree, outdir, meta):
-    tmp = outdir.with_name(outdir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+def collect(tree, tmp, meta):
+    tmp.mkdir()
     shutil.copy2(tree / "arch/arm64/boot/Image", tmp / "Image")
     shutil.copy2(tree / "vmlinux", tmp / "vmlinux")
     shutil.copy2(tree / "System.map", tmp / "System.map")
@@ -185,10 +186,8 @@ def collect(tree, outdir, meta):
                                str(tmp / "vmlinux"), "format", "c"],
                               stdout=out, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
-        shutil.rmtree(tmp)
         die(f"bpftool could not dump BTF from vmlinux: {proc.stderr.strip()}")
     (tmp / "build.json").write_text(json.dumps(meta, indent=2) + "\n")
-    tmp.replace(outdir)
 
 
 def build(flavour, patches_dir, jobs):
@@ -197,27 +196,28 @@ def build(flavour, patches_dir, jobs):
     patches = read_series(patches_dir, flavour)
     fragment = patches_dir / "chkwin-virt.config"
     key = cache_key(flavour, patches, fragment, version, gcc)
-    outdir = cache_root() / "kernels" / f"{flavour}-{key}"
-    if all((outdir / f).exists() for f in OUTPUTS):
-        log(f"cache hit {flavour} {outdir}")
-        return outdir, "hit"
-    start = time.monotonic()
-    pristine = pristine_tree(version)
     tree = cache_root() / "trees" / flavour
-    if not tree.exists():
-        tree.parent.mkdir(parents=True, exist_ok=True)
-        extract(tree, version)
-    changed = sync_tree(tree, pristine, patches, version)
-    log(f"{flavour}: {len(changed)} source files changed; building in {tree}")
-    configure(tree, fragment, flavour)
-    make(tree, jobs)
-    meta = {"flavour": flavour, "key": key, "source_version": version,
-            "compiler": gcc, "patches": [p.name for p in patches],
-            "changed_files": changed,
-            "build_seconds": round(time.monotonic() - start, 1)}
-    collect(tree, outdir, meta)
-    log(f"built {flavour} in {meta['build_seconds']} s: {outdir}")
-    return outdir, "built"
+
+    def make_kernel(tmp):
+        start = time.monotonic()
+        pristine = pristine_tree(version)
+        if not tree.exists():
+            extract(tree, version)
+        changed = sync_tree(tree, pristine, patches, version)
+        log(f"{flavour}: {len(changed)} source files changed; building in {tree}")
+        configure(tree, fragment, flavour)
+        make(tree, jobs)
+        meta = {"flavour": flavour, "key": key, "source_version": version,
+                "compiler": gcc, "patches": [p.name for p in patches],
+                "changed_files": changed,
+                "build_seconds": round(time.monotonic() - start, 1)}
+        collect(tree, tmp, meta)
+        log(f"built {flavour} in {meta['build_seconds']} s")
+
+    # Every key of a flavour builds in the same tree: one lock per tree.
+    return cached(cache_root() / "kernels" / f"{flavour}-{key}", make_kernel,
+                  "kbuild", ready=lambda d: all((d / f).exists() for f in OUTPUTS),
+                  lock=tree.with_name(f".{flavour}.lock"))
 
 
 def main():
@@ -229,7 +229,8 @@ def main():
                         "CHKWIN_PATCHES", REPO / "kernel-patches")))
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--print-dir", action="store_true",
-                    help="print each flavour's output directory on stdout")
+                    help="print each flavour's output directory on stdout "
+                         "(it is built first on a cache miss)")
     ap.add_argument("--json", action="store_true",
                     help="print {flavour: {dir, cache}} on stdout")
     args = ap.parse_args()

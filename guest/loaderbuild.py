@@ -13,10 +13,9 @@ import argparse
 import os
 import pathlib
 import sys
-import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 import kbuild  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -45,30 +44,27 @@ def build():
     for top in SOURCES:
         for path in sorted(p for p in top.rglob("*") if p.is_file()):
             key.add("path:" + str(path.relative_to(REPO)), path.read_bytes())
-    outdir = cache_root() / "loader" / key.hexdigest()
-    if all((outdir / f).is_file() for f in OUTPUTS):
-        print(f"loader: cache hit {outdir}", file=sys.stderr)
-        return outdir
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    # Built aside and renamed, so a failed build is never a cache hit.
-    tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
-    run_or_die(["make", "-C", str(REPO / "loader"), f"OUT={tmp}",
-                f"VMLINUX_H={vmlinux_h}", "all"],
-               "building the loader (make -C loader)", stdout=sys.stderr)
-    for f in OUTPUTS:
-        if not os.path.isfile(os.path.join(tmp, f)):
-            die(f"make -C loader produced no {f}")
-    if outdir.exists():
-        run_or_die(["rm", "-rf", str(outdir)], f"removing stale {outdir}")
-    os.replace(tmp, outdir)
-    print(f"loader: built {outdir}", file=sys.stderr)
-    return outdir
 
+    def make_loader(tmp):
+        tmp.mkdir()
+        run_or_die(["make", "-C", str(REPO / "loader"), f"OUT={tmp}",
+                    f"VMLINUX_H={vmlinux_h}", "all"],
+                   "building the loader (make -C loader)", stdout=sys.stderr)
+        for f in OUTPUTS:
+            if not (tmp / f).is_file():
+                die(f"make -C loader produced no {f}")
+
+    outdir, _ = cached(cache_root() / "loader" / key.hexdigest(), make_loader,
+                       "loader", ready=lambda d: all((d / f).is_file()
+                                                     for f in OUTPUTS))
+    return outdir
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--print-dir", action="store_true",
-                    help="print the output directory on stdout")
+                    help="print the output directory on stdout (the loader, "
+                         "and the unpatched kernel it needs, are built first "
+                         "on a cache miss)")
     args = ap.parse_args()
     outdir = build()
     if args.print_dir:

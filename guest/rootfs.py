@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 
 GUEST = pathlib.Path(__file__).resolve().parent
 SUITE = "bookworm"
@@ -144,46 +144,38 @@ def check(image):
 
 
 def build():
-    key = cache_key()
-    outdir = cache_root() / "rootfs" / f"debian-{key}"
-    image = outdir / "rootfs.img"
-    if image.is_file() and (outdir / "build.json").is_file():
-        log(f"cache hit {outdir}")
-        return outdir
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=outdir.parent, prefix=".tmp-") as tmp:
-        tmp = pathlib.Path(tmp)
-        tree = tmp / "tree"
-        started = time.monotonic()
-        stage_one(tree, tmp / "stage1.log")
-        add_glue(tree)
-        one = time.monotonic() - started
-        run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L", "chkwin-debian",
-                    "-d", str(tree), str(tmp / "rootfs.img"), IMAGE_SIZE],
-                   "mke2fs of the root disk", stdout=sys.stderr)
-        shutil.rmtree(tree)
-        started = time.monotonic()
-        console = stage_two(tmp / "rootfs.img", tmp / "stage2")
-        two = time.monotonic() - started
-        check(tmp / "rootfs.img")
-        packages = [ln[len("package: "):].strip() for ln in console.splitlines()
-                    if ln.startswith("package: ")]
-        (tmp / "packages.txt").write_text("\n".join(packages) + "\n")
-        report = {"suite": SUITE, "variant": VARIANT, "include": PACKAGES,
-                  "packages": len(packages), "stage_one_seconds": round(one, 1),
-                  "stage_two_seconds": round(two, 1)}
-        (tmp / "build.json").write_text(json.dumps(report, indent=2) + "\n")
-        os.chmod(tmp / "rootfs.img", 0o444)
-        final = tmp / "final"
-        final.mkdir()
-        for name in ("rootfs.img", "packages.txt", "build.json"):
-            os.replace(tmp / name, final / name)
-        if outdir.exists():
-            shutil.rmtree(outdir)
-        os.replace(final, outdir)
-    log(f"built {outdir} (stage one {one:.0f} s, stage two {two:.0f} s)")
-    return outdir
+    def make_rootfs(final):
+        with tempfile.TemporaryDirectory(dir=final.parent, prefix=".tmp-") as tmp:
+            tmp = pathlib.Path(tmp)
+            tree = tmp / "tree"
+            started = time.monotonic()
+            stage_one(tree, tmp / "stage1.log")
+            add_glue(tree)
+            one = time.monotonic() - started
+            run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L",
+                        "chkwin-debian", "-d", str(tree), str(tmp / "rootfs.img"),
+                        IMAGE_SIZE], "mke2fs of the root disk", stdout=sys.stderr)
+            shutil.rmtree(tree)
+            started = time.monotonic()
+            console = stage_two(tmp / "rootfs.img", tmp / "stage2")
+            two = time.monotonic() - started
+            check(tmp / "rootfs.img")
+            packages = [ln[len("package: "):].strip() for ln in console.splitlines()
+                        if ln.startswith("package: ")]
+            (tmp / "packages.txt").write_text("\n".join(packages) + "\n")
+            report = {"suite": SUITE, "variant": VARIANT, "include": PACKAGES,
+                      "packages": len(packages), "stage_one_seconds": round(one, 1),
+                      "stage_two_seconds": round(two, 1)}
+            (tmp / "build.json").write_text(json.dumps(report, indent=2) + "\n")
+            os.chmod(tmp / "rootfs.img", 0o444)
+            final.mkdir()
+            for name in ("rootfs.img", "packages.txt", "build.json"):
+                os.replace(tmp / name, final / name)
+        log(f"stage one {one:.0f} s, stage two {two:.0f} s")
 
+    return cached(cache_root() / "rootfs" / f"debian-{cache_key()}", make_rootfs,
+                  "rootfs", ready=lambda d: (d / "rootfs.img").is_file()
+                  and (d / "build.json").is_file())[0]
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

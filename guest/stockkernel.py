@@ -35,7 +35,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import initramfs  # noqa: E402
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 
 PACKAGE_RE = re.compile(r"^linux-image-6\.1\.0-(\d+)-arm64$")
 # What the guest loads: the virtio transport and its devices (test disk,
@@ -110,7 +110,8 @@ def load_order(kos):
 
 
 def unpack(deb, outdir):
-    """Fill outdir from the .deb (see the module docstring)."""
+    """Make outdir from the .deb (see the module docstring)."""
+    outdir.mkdir()
     with tempfile.TemporaryDirectory() as scratch:
         root = pathlib.Path(scratch)
         run_or_die(["dpkg-deb", "-x", str(deb), scratch], f"dpkg-deb -x {deb}",
@@ -160,24 +161,11 @@ def build(package=None):
     """Return the stock kernel's directory, unpacking on a cache miss."""
     deb = package_deb(package or cached_package() or newest_package())
     key = Key("stockkernel").add_file(deb).add_file(__file__)
-    outdir = cache_root() / "stock" / f"{deb.name.split('_')[0]}-{key.hexdigest()}"
-    if (outdir / "modules" / "order").is_file():
-        print(f"stockkernel: cache hit {outdir}", file=sys.stderr)
-        return outdir
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    # Built aside and renamed, so a failed unpack is never a cache hit.
-    tmp = pathlib.Path(tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-"))
-    try:
-        unpack(deb, tmp)
-    except BaseException:
-        shutil.rmtree(tmp)
-        raise
-    if outdir.exists():
-        shutil.rmtree(outdir)
-    os.replace(tmp, outdir)
-    print(f"stockkernel: unpacked {outdir}", file=sys.stderr)
+    outdir, _ = cached(
+        cache_root() / "stock" / f"{deb.name.split('_')[0]}-{key.hexdigest()}",
+        lambda tmp: unpack(deb, tmp), "stockkernel",
+        ready=lambda d: (d / "modules" / "order").is_file())
     return outdir
-
 
 def system_map(kdir):
     """kdir/System.map, made from the booted kernel's kallsyms if missing."""

@@ -20,15 +20,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, die  # noqa: E402
+from cachedir import Key, cache_root, cached, die  # noqa: E402
 
 EPOCH = 1609804800          # 2021-01-05, the day of Russell King's report
 UUID = "c4c4c4c4-2021-0105-a72a-000000000001"
 HASH_SEED = "c4c4c4c4-2021-0105-a72a-000000000002"
-
-
-def log(msg):
-    print(f"testdisk: {msg}", file=sys.stderr)
 
 
 def tool_version():
@@ -105,39 +101,34 @@ def geometry(image):
 def build(files, dirs, size_mib, seed):
     key = Key("testdisk").add("params", f"{files}/{dirs}/{size_mib}/{seed}")
     key.add("mke2fs", tool_version()).add_file(__file__)
-    outdir = cache_root() / "disks"
-    outdir.mkdir(exist_ok=True)
-    image = outdir / f"testdisk-{key.hexdigest()}.img"
-    if image.exists():
-        log(f"cache hit {image}")
-        return image
-    with tempfile.TemporaryDirectory(dir=outdir) as tmp:
-        corpus = pathlib.Path(tmp) / "corpus"
-        corpus.mkdir()
-        make_corpus(corpus, files, dirs, seed)
-        partial = pathlib.Path(tmp) / "image"
-        env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(EPOCH),
-                   SOURCE_DATE_EPOCH=str(EPOCH), MKE2FS_CONFIG="/dev/null")
-        proc = subprocess.run(
-            ["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-I", "256",
-             "-i", "16384", "-O", "metadata_csum,extent,huge_file,flex_bg,"
-             "dir_nlink,extra_isize,64bit,^has_journal",
-             "-U", UUID, "-E", f"hash_seed={HASH_SEED},root_owner=0:0,"
-             "nodiscard", "-L", "chkwin-test", "-d", str(corpus),
-             str(partial), f"{size_mib}M"],
-            capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            die(f"mke2fs failed: {(proc.stderr or proc.stdout).strip()}")
-        pin_inodes(partial, corpus, env)
+
+    def make_disk(partial):
+        with tempfile.TemporaryDirectory(dir=partial.parent) as tmp:
+            corpus = pathlib.Path(tmp) / "corpus"
+            corpus.mkdir()
+            make_corpus(corpus, files, dirs, seed)
+            env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(EPOCH),
+                       SOURCE_DATE_EPOCH=str(EPOCH), MKE2FS_CONFIG="/dev/null")
+            proc = subprocess.run(
+                ["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-I", "256",
+                 "-i", "16384", "-O", "metadata_csum,extent,huge_file,flex_bg,"
+                 "dir_nlink,extra_isize,64bit,^has_journal",
+                 "-U", UUID, "-E", f"hash_seed={HASH_SEED},root_owner=0:0,"
+                 "nodiscard", "-L", "chkwin-test", "-d", str(corpus),
+                 str(partial), f"{size_mib}M"],
+                capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                die(f"mke2fs failed: {(proc.stderr or proc.stdout).strip()}")
+            pin_inodes(partial, corpus, env)
         meta = geometry(partial)
         meta.update(files=files, dirs=dirs, seed=seed,
                     sha256=hashlib.sha256(partial.read_bytes()).hexdigest())
+        # The geometry first: the image's presence is what makes a hit.
         image.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
         os.chmod(partial, 0o444)
-        os.replace(partial, image)
-    log(f"built {image}")
-    return image
 
+    image = cache_root() / "disks" / f"testdisk-{key.hexdigest()}.img"
+    return cached(image, make_disk, "testdisk", ready=pathlib.Path.is_file)[0]
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

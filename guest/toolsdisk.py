@@ -19,7 +19,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import initramfs  # noqa: E402
-from cachedir import cache_root, run_or_die  # noqa: E402
+from cachedir import cache_root, cached, run_or_die  # noqa: E402
 
 SIZE_MIB = 64
 
@@ -44,25 +44,21 @@ def populate(root, entries):
 def build():
     with tempfile.TemporaryDirectory() as scratch:
         entries = initramfs.collect([], scratch)
-    outdir = cache_root() / "toolsdisk"
-    outdir.mkdir(exist_ok=True)
-    path = outdir / f"tools-{initramfs.entries_key('toolsdisk', __file__, entries)}.img"
-    if path.is_file():
-        print(f"toolsdisk: cache hit {path}", file=sys.stderr)
-        return path
-    with tempfile.TemporaryDirectory(dir=outdir, prefix=".tmp-") as tmp:
-        tree = pathlib.Path(tmp) / "tree"
-        tree.mkdir()
-        populate(tree, entries)
-        image = pathlib.Path(tmp) / "tools.img"
-        run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L", "chkwin-tools",
-                    "-E", "root_owner=0:0", "-d", str(tree), str(image), f"{SIZE_MIB}M"],
-                   "mke2fs of the tools disk", stdout=sys.stderr)
-        os.chmod(image, 0o444)
-        os.replace(image, path)
-    print(f"toolsdisk: built {path}", file=sys.stderr)
-    return path
+    name = f"tools-{initramfs.entries_key('toolsdisk', __file__, entries)}.img"
 
+    def make_image(image):
+        with tempfile.TemporaryDirectory(dir=image.parent, prefix=".tmp-") as tmp:
+            tree = pathlib.Path(tmp) / "tree"
+            tree.mkdir()
+            populate(tree, entries)
+            run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L",
+                        "chkwin-tools", "-E", "root_owner=0:0", "-d", str(tree),
+                        str(image), f"{SIZE_MIB}M"],
+                       "mke2fs of the tools disk", stdout=sys.stderr)
+        os.chmod(image, 0o444)
+
+    return cached(cache_root() / "toolsdisk" / name, make_image, "toolsdisk",
+                  ready=pathlib.Path.is_file)[0]
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -8,12 +8,17 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
 
 
-def kbuild(*flavours, env=None, check=True):
-    """Run guest/kbuild.py --json; return (report dict, CompletedProcess)."""
+def kbuild_args(*flavours):
     args = [PY, str(REPO / "guest/kbuild.py"), "--json"]
     for flavour in flavours:
         args += ["--flavour", flavour]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env)
+    return args
+
+
+def kbuild(*flavours, env=None, check=True):
+    """Run guest/kbuild.py --json; return (report dict, CompletedProcess)."""
+    proc = subprocess.run(kbuild_args(*flavours), capture_output=True,
+                          text=True, env=env)
     if check:
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout), proc
@@ -23,3 +28,11 @@ def kbuild(*flavours, env=None, check=True):
 def kernel_dir(flavour):
     report, _ = kbuild(flavour)
     return pathlib.Path(report[flavour]["dir"])
+
+
+def run_together(args, env, n=2):
+    """Start n copies of the command at once; their CompletedProcesses."""
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(n)]
+    return [subprocess.CompletedProcess(args, p.returncode, *p.communicate())
+            for p in procs]

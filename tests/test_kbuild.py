@@ -1,6 +1,7 @@
 """Kernel builds: cache keys, rebuilds, patch hygiene, bad input."""
 
 import hashlib
+import json
 import os
 import pathlib
 import shutil
@@ -9,7 +10,7 @@ import uuid
 
 import pytest
 
-from kernels import REPO, kbuild, kernel_dir
+from kernels import REPO, kbuild, kbuild_args, kernel_dir, run_together
 
 PATCHES = REPO / "kernel-patches"
 FLAVOURS = ("unpatched", "patched")
@@ -39,6 +40,8 @@ def test_unchanged_inputs_hit_the_cache():
 
 
 def test_changing_a_patch_rebuilds_only_the_flavours_using_it(tmp_path):
+    """Two builds of the changed flavour at once: the flavour's tree is
+    locked, so one builds and the other waits, then hits the same entry."""
     # A fresh token each run, so that no earlier run's output is a hit.
     token = uuid.uuid4().hex
 
@@ -47,14 +50,22 @@ def test_changing_a_patch_rebuilds_only_the_flavours_using_it(tmp_path):
         p.write_text(p.read_text().replace(
             "Not for merging:", f"Not for merging (test edit {token}):", 1))
     env = patch_env(tmp_path, touch_barrier_patch)
-    report, _ = kbuild(*FLAVOURS, env=env)
-    rebuilt = pathlib.Path(report["patched"]["dir"])
+    procs = run_together(kbuild_args(*FLAVOURS), env)
+    for proc in procs:
+        assert proc.returncode == 0, proc.stderr
+    reports = [json.loads(proc.stdout) for proc in procs]
+    rebuilt = pathlib.Path(reports[0]["patched"]["dir"])
     try:
-        assert report["unpatched"]["cache"] == "hit"
-        assert report["unpatched"]["dir"] == str(kernel_dir("unpatched"))
-        assert report["patched"]["cache"] == "built"
+        for report in reports:
+            assert report["unpatched"]["cache"] == "hit"
+            assert report["unpatched"]["dir"] == str(kernel_dir("unpatched"))
+            assert report["patched"]["dir"] == str(rebuilt)
+        assert sorted(r["patched"]["cache"] for r in reports) == ["built", "hit"]
         assert rebuilt != kernel_dir("patched")
         assert (rebuilt / "Image").stat().st_size > 0
+        waited = next(p for p, r in zip(procs, reports)
+                      if r["patched"]["cache"] == "hit")
+        assert "built meanwhile by another process" in waited.stderr
     finally:
         shutil.rmtree(rebuilt, ignore_errors=True)
 

@@ -9,14 +9,12 @@ versions, so an unchanged tree is a cache hit.
 """
 
 import argparse
-import os
 import pathlib
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "guest"))
-from cachedir import Key, cache_root, die, run_or_die  # noqa: E402
+from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 
 
 def build():
@@ -29,24 +27,19 @@ def build():
     for path in sorted(p for p in HERE.iterdir()
                        if p.suffix in (".c", ".h") or p.name == "Makefile"):
         key.add("path:" + path.name, path.read_bytes())
-    outdir = cache_root() / "stackscan" / key.hexdigest()
-    binary = outdir / "stackscan"
-    if binary.is_file():
-        return binary
-    outdir.parent.mkdir(parents=True, exist_ok=True)
-    # Built aside and renamed, so a failed build is never a cache hit.
-    tmp = tempfile.mkdtemp(dir=outdir.parent, prefix=".tmp-")
-    run_or_die(["make", "-s", "-C", str(HERE), f"OUT={tmp}"],
-               "building stackscan (make -C analysis/stackscan)",
-               stdout=sys.stderr)
-    if not os.path.isfile(os.path.join(tmp, "stackscan")):
-        die("make -C analysis/stackscan produced no stackscan")
-    if outdir.exists():
-        run_or_die(["rm", "-rf", str(outdir)], f"removing stale {outdir}")
-    os.replace(tmp, outdir)
-    print(f"stackscan: built {binary}", file=sys.stderr)
-    return binary
 
+    def make_stackscan(tmp):
+        tmp.mkdir()
+        run_or_die(["make", "-s", "-C", str(HERE), f"OUT={tmp}"],
+                   "building stackscan (make -C analysis/stackscan)",
+                   stdout=sys.stderr)
+        if not (tmp / "stackscan").is_file():
+            die("make -C analysis/stackscan produced no stackscan")
+
+    outdir, _ = cached(cache_root() / "stackscan" / key.hexdigest(),
+                       make_stackscan, "stackscan",
+                       ready=lambda d: (d / "stackscan").is_file())
+    return outdir / "stackscan"
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
