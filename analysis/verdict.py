@@ -1,0 +1,139 @@
+"""Rates from replicated boots, and comparisons that end in a decision.
+
+A condition is a list of boots, each (failures, exposure); exposure is
+checksum calls (or guest seconds).  Failure counts vary between boots far
+more than Poisson (25, 8 and 30 on one kernel: host load, where the
+workers' passes fall), so the rate's interval is widened by the dispersion
+phi, Pearson's chi-square of the boots about their pooled rate over its
+degrees of freedom (quasi-Poisson; phi = 1 when the boots agree, or when
+there is only one boot a condition and the spread cannot be seen).
+Counts divided by phi are what the exact Poisson intervals are computed
+on: phi boots' worth of spread costs what phi times fewer failures would.
+
+A comparison of two conditions ends in exactly one of three verdicts:
+  differs      the 95% interval of the rate ratio excludes 1;
+  equivalent   the 90% interval lies inside the margin, 1/(1+M)..(1+M)
+               (two one-sided tests at 5%, symmetric for either order);
+  undecided    neither, with how many more failures, at the observed
+               ratio, would decide it.
+An interval that contains 1 never reads as "no effect" by itself.
+"""
+
+import math
+from dataclasses import dataclass
+
+from poisson import poisson_ci, rate_ratio
+
+Z95, Z90 = 1.959964, 1.644854
+
+
+def pooled(boots):
+    """(failures, exposure) summed over the boots."""
+    return sum(k for k, _ in boots), sum(n for _, n in boots)
+
+
+def chi_square(boots):
+    """(Pearson chi-square about the pooled rate, degrees of freedom)."""
+    k, n = pooled(boots)
+    if k == 0 or n <= 0 or len(boots) < 2:
+        return 0.0, 0
+    rate = k / n
+    return sum((ki - rate * ni) ** 2 / (rate * ni) for ki, ni in boots
+               if ni > 0), len(boots) - 1
+
+
+def dispersion(*conditions):
+    """phi >= 1 from the spread of boots within each condition, pooled."""
+    chi2 = df = 0
+    for boots in conditions:
+        c, d = chi_square(boots)
+        chi2, df = chi2 + c, df + d
+    return max(1.0, chi2 / df) if df else 1.0
+
+
+@dataclass
+class Rate:
+    failures: int
+    exposure: float
+    boots: int
+    phi: float
+    rate: float
+    lo: float
+    hi: float
+
+    def half_width(self):
+        """The larger relative distance from the rate to an interval end."""
+        if not self.failures:
+            return math.inf
+        return max(1 - self.lo / self.rate, self.hi / self.rate - 1)
+
+
+def rate(boots, conf=0.95, phi=None):
+    """The pooled rate of a condition with its overdispersed interval."""
+    k, n = pooled(boots)
+    phi = dispersion(boots) if phi is None else phi
+    if n <= 0:
+        return Rate(k, n, len(boots), phi, math.nan, 0.0, math.inf)
+    lo, hi = poisson_ci(k / phi, conf)
+    return Rate(k, n, len(boots), phi, k / n, lo * phi / n, hi * phi / n)
+
+
+@dataclass
+class Verdict:
+    kind: str           # "differs", "equivalent" or "undecided"
+    ratio: float        # rate a / rate b (inf: b has none; None: neither has any)
+    ci95: tuple
+    ci90: tuple
+    phi: float
+    margin: float
+    more: int           # undecided: about this many more failures would decide
+    text: str
+
+
+def _fmt(x):
+    return "inf" if x == math.inf else f"{x:.3g}"
+
+
+def _more_failures(k1, k2, phi, margin):
+    """Failures still needed, at the observed ratio and split, before the
+    interval is narrow enough for one of the two decisions.  Exposure
+    scaled by s divides the variance of the log ratio by s."""
+    a, b = max(k1, 0.5), max(k2, 0.5)
+    var = phi * (1 / a + 1 / b)
+    dist = abs(math.log(a / b))
+    room = math.log1p(margin) - dist
+    scales = []
+    if dist > 0:
+        scales.append(var * Z95 ** 2 / dist ** 2)
+    if room > 0:
+        scales.append(var * Z90 ** 2 / room ** 2)
+    s = min(scales)
+    return max(1, math.ceil((s - 1) * (k1 + k2)))
+
+
+def compare(a, b, margin=0.25, names=("a", "b")):
+    """The verdict on rate(a) / rate(b); a and b are lists of boots."""
+    (k1, n1), (k2, n2) = pooled(a), pooled(b)
+    phi = dispersion(a, b)
+    what = f"{names[0]}/{names[1]}"
+    band = f"+-{margin * 100:.0f}% (ratio {1 / (1 + margin):.2f}-{1 + margin:.2f})"
+    if k1 + k2 == 0:
+        return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi,
+                       margin, None, f"undecided: no failures in {names[0]} or "
+                       f"{names[1]}, so no ratio; run more")
+    ratio, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, 0.95)
+    _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, 0.90)
+    spread = f", boot-to-boot dispersion {phi:.2g}" if phi > 1 else ""
+    evidence = (f"{what} {_fmt(ratio)}, 95% CI {_fmt(lo95)}-{_fmt(hi95)}; "
+                f"{k1} and {k2} failures{spread}")
+    if lo95 > 1 or hi95 < 1:
+        kind, more, text = "differs", 0, f"differs ({evidence})"
+    elif 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin:
+        kind, more = "equivalent", 0
+        text = (f"equivalent within {band}: 90% CI {_fmt(lo90)}-{_fmt(hi90)} "
+                f"({evidence})")
+    else:
+        kind, more = "undecided", _more_failures(k1, k2, phi, margin)
+        text = (f"undecided: about {more} more failures needed to tell a "
+                f"difference from equivalence within {band} ({evidence})")
+    return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, margin, more, text)
