@@ -1,11 +1,13 @@
 """Kernels side by side: failures per million checksum calls with exact
 95% Poisson intervals, window-hit rate, the share of failures that follow a
 window interrupt, completion-to-verification latencies, and a verdict that
-is computed from those numbers, never written in advance."""
+is computed from those numbers (verdict.py: each log one boot), never
+written in advance."""
 
 import numpy as np
 
-from poisson import poisson_ci, rate_ratio
+import verdict as verdicts
+from poisson import poisson_ci
 
 PER = 1e6
 
@@ -44,20 +46,12 @@ def row(path, log, corr):
     return out
 
 
-def _pool(rows):
-    return sum(r["failures"] for r in rows), sum(r["calls"] for r in rows)
+def _boots(rows):
+    """Each log is one boot of its condition."""
+    return [(r["failures"], r["calls"]) for r in rows]
 
 
-def _ratio_text(a, b):
-    (k1, n1), (k2, n2) = _pool(a), _pool(b)
-    ratio, lo, hi = rate_ratio(k1, n1, k2, n2)
-    if ratio is None:
-        return None, "no failures in either, so no ratio"
-    fmt = (lambda x: "inf" if x == float("inf") else f"{x:.2g}")
-    return (lo <= 1 <= hi), f"ratio {fmt(ratio)}, 95% CI {fmt(lo)}-{fmt(hi)}"
-
-
-def verdict(rows):
+def verdict(rows, margin=0.25):
     blind = [r for r in rows if r["attributed"] is None]
     total = sum(r["failures"] for r in rows)
     seen = total - sum(r["failures"] for r in blind)
@@ -74,17 +68,14 @@ def verdict(rows):
     gcc49 = [r for r in rows if r["window"] == "gcc49"]
     flavours = sorted({r["flavour"] for r in gcc49})
     if "patched" in flavours and "unpatched" in flavours:
-        same, txt = _ratio_text([r for r in gcc49 if r["flavour"] == "patched"],
-                                [r for r in gcc49 if r["flavour"] == "unpatched"])
-        verb = "does not change" if same else "changes"
-        parts.append(f"the barrier flavour {verb} the failure rate "
-                     f"(patched/unpatched {txt})" if same is not None else txt)
+        v = verdicts.compare(_boots(r for r in gcc49 if r["flavour"] == "patched"),
+                             _boots(r for r in gcc49 if r["flavour"] == "unpatched"),
+                             margin, names=("patched", "unpatched"))
+        parts.append(f"barrier flavour: {v.text}")
     off = [r for r in rows if r["window"] == "off"]
     if off and gcc49:
-        same, txt = _ratio_text(gcc49, off)
-        verb = "does not change" if same else "changes"
-        parts.append(f"the emulated window {verb} it (gcc49/off {txt})"
-                     if same is not None else f"gcc49 against off: {txt}")
+        v = verdicts.compare(_boots(gcc49), _boots(off), margin, names=("gcc49", "off"))
+        parts.append(f"window: {v.text}")
     return "; ".join(parts) + "."
 
 

@@ -1,14 +1,24 @@
-"""One page per set of logs: report.html (self-contained: images inline as
-data URIs) and report.md (images beside it).  Everything that comes from a
-log is HTML-escaped, since header strings are whatever the guest wrote."""
+"""One page per set of logs or per experiment: report.html (self-contained:
+images inline as data URIs) and report.md (images beside it).  An
+experiment's page leads with its decisions and their evidence, then the
+per-log detail.  Everything that comes from a log or a path is escaped in
+both, since header strings are whatever the guest wrote."""
 
 import base64
 import html
 import pathlib
+import re
 
 import compare
+import experiment
 import heatmap
 import summary
+
+STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
+         "padding:0 8px}table{border-collapse:collapse;display:block;"
+         "overflow-x:auto;max-width:100%}td,th{border:1px solid #aaa;"
+         "padding:2px 6px;font-size:90%}img{max-width:100%}"
+         "pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>")
 
 
 def _esc(value):
@@ -27,8 +37,15 @@ def _html_table(rows):
     return "\n".join(out + ["</table>"])
 
 
+def _md(value):
+    """Text for markdown: HTML-escaped, and markdown's own syntax (links,
+    images, emphasis, code, tables) backslash-escaped."""
+    return re.sub(r"([\\`*_\[\]()!|#])", r"\\\1",
+                  html.escape(str(value), quote=False)).replace("\n", " ")
+
+
 def _md_cell(value):
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _md(value)
 
 
 def _md_table(rows):
@@ -56,38 +73,100 @@ def failure_rows(corr):
     return rows
 
 
-def write(outdir, runs):
-    """runs: [(path, log, corr)].  Writes outdir/report.{html,md}."""
-    outdir = pathlib.Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    rows = [compare.row(p, log, corr) for p, log, corr in runs]
-    compare.latency_plot(rows, outdir / "latency.png")
-    verdict = compare.verdict(rows)
-    ctable = compare.table(rows)
-    h = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
-         "<title>chkwin report</title><style>body{font-family:sans-serif;"
-         "max-width:1150px;margin:auto}table{border-collapse:collapse}"
-         "td,th{border:1px solid #aaa;padding:2px 6px;font-size:90%}"
-         "img{max-width:100%}</style></head><body>",
-         "<h1>chkwin report</h1>", f"<p><b>Verdict:</b> {_esc(verdict)}</p>",
-         "<h2>Comparison</h2>", _html_table(ctable), _img(outdir / "latency.png")]
-    md = ["# chkwin report", "", f"**Verdict:** {verdict}", "", "## Comparison", "",
-          _md_table(ctable), "", "![latency](latency.png)", ""]
+def _name(path, outdir):
+    """A log's name in the report: relative to the report's directory."""
+    try:
+        return str(pathlib.Path(path).resolve().relative_to(outdir.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _log_sections(outdir, runs):
+    """(html, md) of the per-log detail: summary, failures, heat maps."""
+    h, md = [], []
     for n, (path, log, corr) in enumerate(runs, 1):
         sub = outdir / f"log{n}"
         heatmap.write_all(log, corr, sub)
         s = summary.summarize(log, path, corr)
         stext = summary.text(s)
-        title = f"Log {n}: {path}" + (" (truncated)" if s["truncated"] else "")
+        title = f"Log {n}: {_name(path, outdir)}" + (" (truncated)" if s["truncated"] else "")
         h += [f"<h2>{_esc(title)}</h2>", f"<pre>{_esc(stext)}</pre>",
               "<h3>Failures</h3>", _html_table(failure_rows(corr)),
               "<h3>Arrivals by instruction offset</h3>", _img(sub / "offset.png"),
               "<h3>Arrivals by position in the computation</h3>",
               _img(sub / "position.png")]
-        md += [f"## {title}", "", "```", stext.replace("```", "'''"), "```", "",
+        md += [f"## {_md(title)}", "", "```", stext.replace("```", "'''"), "```", "",
                "### Failures", "", _md_table(failure_rows(corr)), "",
                f"![offset](log{n}/offset.png)", "", f"![position](log{n}/position.png)", ""]
-    h.append("</body></html>")
-    (outdir / "report.html").write_text("\n".join(h))
+    return h, md
+
+
+def _page(outdir, h, md):
+    (outdir / "report.html").write_text("\n".join(
+        ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+         "<title>chkwin report</title>", STYLE, "</head><body>"] + h
+        + ["</body></html>"]))
     (outdir / "report.md").write_text("\n".join(md))
+
+
+def write(outdir, runs):
+    """runs: [(path, log, corr)].  Writes outdir/report.{html,md}."""
+    outdir = pathlib.Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    rows = [compare.row(_name(p, outdir), log, corr) for p, log, corr in runs]
+    compare.latency_plot(rows, outdir / "latency.png")
+    verdict = compare.verdict(rows)
+    ctable = compare.table(rows)
+    h = ["<h1>chkwin report</h1>", f"<p><b>Verdict:</b> {_esc(verdict)}</p>",
+         f"<p>{_esc(experiment.LIMITS)}</p>",
+         "<h2>Comparison</h2>", _html_table(ctable), _img(outdir / "latency.png")]
+    md = ["# chkwin report", "", f"**Verdict:** {_md(verdict)}", "",
+          _md(experiment.LIMITS), "", "## Comparison", "",
+          _md_table(ctable), "", "![latency](latency.png)", ""]
+    lh, lmd = _log_sections(outdir, runs)
+    _page(outdir, h + lh, md + lmd)
     return verdict
+
+
+def write_experiment(outdir, doc, runs):
+    """An experiment's page.  runs: [(path, log, corr)] of its recorded
+    boots.  Returns the decision lines [(key, text)]."""
+    outdir = pathlib.Path(outdir)
+    by_dir = {pathlib.Path(p).parent.name: (log, corr) for p, log, corr in runs}
+    rows = experiment.conditions(doc)
+    rec = experiment.recorded(doc, by_dir)
+    dose = experiment.dose(doc)
+    lines = experiment.decisions(doc, rows, rec, dose)
+    seed = doc["seed"]
+    s = doc["settings"]
+    design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
+              f"(recorded: {s['record_seconds']} s, sampler {s['sample_hz']} Hz), "
+              f"{s['workload']}, {s['smp']} CPUs; conditions interleaved in rounds "
+              f"shuffled with seed {seed}; precision target +-{s['precision'] * 100:.0f}%, "
+              f"at most {s['max_boots']} boots a condition, equivalence margin "
+              f"+-{s['margin'] * 100:.0f}%.")
+    ctable = experiment.condition_table(rows)
+    rtable = experiment.recorded_table(rec)
+    btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [
+        [f"{b['round']}.{b['slot']}", b["dir"], str(b["failures_total"]),
+         f"{b['calls']:,}", f"{b['wall_seconds']:.0f}"] for b in doc["boots"]]
+    h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>", "<ul>"]
+    h += [f"<li>{_esc(text)}</li>" for _, text in lines] + ["</ul>"]
+    h += [f"<p>{_esc(experiment.LIMITS)}</p>", f"<p>{_esc(design)}</p>",
+          "<h2>Conditions</h2>", _html_table(ctable)]
+    md = ["# chkwin experiment", "", "## Decision", ""]
+    md += [f"- {_md(text)}" for _, text in lines]
+    md += ["", _md(experiment.LIMITS), "", _md(design), "", "## Conditions", "",
+           _md_table(ctable), ""]
+    if rec:
+        h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
+        md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]
+    if dose:
+        experiment.dose_plot(dose, outdir / "dose.png")
+        h += ["<h2>Dose-response</h2>", _img(outdir / "dose.png")]
+        md += ["## Dose-response", "", "![dose](dose.png)", ""]
+    h += ["<h2>Boots in the order they ran</h2>", _html_table(btable)]
+    md += ["## Boots in the order they ran", "", _md_table(btable), ""]
+    lh, lmd = _log_sections(outdir, runs)
+    _page(outdir, h + lh, md + lmd)
+    return lines

@@ -1,0 +1,110 @@
+"""The experiment's analysis on a synthetic experiment.json (host only)."""
+
+import json
+import subprocess
+import sys
+
+from kernels import PY, REPO
+
+sys.path.insert(0, str(REPO / "analysis"))
+import experiment  # noqa: E402
+
+M = 1_000_000
+
+
+def cond(name, flavour, window, kind, width=1, singlestep=False):
+    return {"name": name, "flavour": flavour, "window": window, "width": width,
+            "singlestep": singlestep, "kind": kind}
+
+
+def boot(name, n, failures, calls, rnd, slot=1):
+    return {"condition": name, "round": rnd, "slot": slot, "dir": f"{name}-{n}",
+            "guest_seconds": 30, "wall_seconds": 40.0, "calls": calls,
+            "failures": {"inode": failures}, "failures_total": failures}
+
+
+def doc(boots, conditions, **settings):
+    s = {"boot_seconds": 30, "record_seconds": 0, "precision": 0.3, "max_boots": 8,
+         "min_boots": 2, "margin": 0.25, "budget_minutes": 14, "dose_boots": 2,
+         "smp": 2, "mem": 1024, "sample_hz": 0, "workload": "inode-load"}
+    s.update(settings)
+    return {"seed": 7, "conditions": conditions, "boots": boots, "settings": s}
+
+
+CONDS = [cond("unpatched-gcc49", "unpatched", "gcc49", "counting"),
+         cond("unpatched-off", "unpatched", "off", "counting"),
+         cond("patched-gcc49", "patched", "gcc49", "counting"),
+         cond("patched-off", "patched", "off", "counting")]
+
+
+def balanced(per_boot_u, per_boot_p):
+    boots = []
+    for i, (u, p) in enumerate(zip(per_boot_u, per_boot_p), 1):
+        boots += [boot("unpatched-gcc49", i, u, M, i), boot("patched-gcc49", i, p, M, i, 2)]
+    boots += [boot("unpatched-off", 1, 0, 3 * M, 1, 3), boot("patched-off", 1, 0, 3 * M, 1, 4)]
+    return boots
+
+
+def test_window_differs_and_flavour_is_undecided_on_few_failures():
+    d = doc(balanced([5, 3], [4, 6]), CONDS)
+    lines = dict(experiment.decisions(d, experiment.conditions(d), [], None))
+    assert "differs (gcc49/off inf" in lines["window"]
+    assert "undecided: about" in lines["flavour"]
+    assert "does not change" not in " ".join(lines.values())
+
+
+def test_flavour_equivalent_with_many_failures():
+    d = doc(balanced([300, 310, 305, 298], [302, 296, 309, 301]), CONDS)
+    lines = dict(experiment.decisions(d, experiment.conditions(d), [], None))
+    assert "equivalent within +-25%" in lines["flavour"], lines["flavour"]
+
+
+def test_conditions_keep_the_experiment_order_and_pool_boots():
+    d = doc(balanced([25, 8, 30], [14, 15, 18]), CONDS)
+    rows = experiment.conditions(d)
+    assert [r["condition"] for r in rows] == [c["name"] for c in CONDS]
+    u = rows[0]
+    assert u["failures"] == 63 and u["calls"] == 3 * M and u["boots"] == 3
+    assert u["phi"] > 3
+    assert u["ci"][0] < u["per_million"] < u["ci"][1]
+    assert rows[2]["phi"] == 1.0
+
+
+def test_dose_slope_through_the_origin():
+    conds = CONDS + [cond(f"unpatched-gcc49-w{w}", "unpatched", "gcc49", "dose", w)
+                     for w in (2, 4, 8)]
+    boots = balanced([10, 10], [10, 10])
+    for w in (2, 4, 8):
+        boots += [boot(f"unpatched-gcc49-w{w}", i, 10 * w, M, i) for i in (1, 2)]
+    d = doc(boots, conds)
+    dose = experiment.dose(d)
+    assert [p["width"] for p in dose["points"]] == [1, 2, 4, 8]
+    assert abs(dose["slope"] - 10) < 1e-6
+    assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99
+    lines = dict(experiment.decisions(d, experiment.conditions(d), [], dose))
+    assert lines["dose"].startswith("failures per 1M calls rises with the window width")
+
+
+def test_report_leads_with_the_decision_and_escapes(tmp_path):
+    d = doc(balanced([5, 3], [4, 6]), CONDS)
+    d["boots"][0]["dir"] = "<script>x</script>[a](javascript:1)"
+    (tmp_path / "experiment.json").write_text(json.dumps(d))
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: the emulated window and the failures: differs" in proc.stdout
+    md = (tmp_path / "report.md").read_text()
+    assert md.index("## Decision") < md.index("## Conditions") < md.index("## Boots")
+    assert "cannot show" in md and "TSO" in md
+    assert "<script>" not in md and "](javascript" not in md
+    html = (tmp_path / "report.html").read_text()
+    assert "<script>" not in html
+    assert str(tmp_path) not in md
+
+
+def test_a_damaged_experiment_record_is_one_line(tmp_path):
+    (tmp_path / "experiment.json").write_text('{"seed": 1, "conditions": [')
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.count("\n") == 1 and "not an experiment record" in proc.stderr
