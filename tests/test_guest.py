@@ -12,7 +12,8 @@ from guest import boot
 from kernels import PY, REPO, kernel_dir
 
 FLAVOURS = ("unpatched", "patched")
-WINDOW_SYMBOLS = ["ext4_chksum_gcc49_window_end", "ext4_chksum_gcc49_window_start"]
+WINDOW_SYMBOLS = ["ext4_chksum_gcc49_exact_window", "ext4_chksum_gcc49_window_end",
+                  "ext4_chksum_gcc49_window_start"]
 
 
 def helper_path(script, env=None):
@@ -22,14 +23,16 @@ def helper_path(script, env=None):
     return pathlib.Path(proc.stdout.strip())
 
 
-@pytest.mark.parametrize("window", ("off", "gcc49"))
+@pytest.mark.parametrize("window", ("off", "gcc49", "gcc49-exact"))
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_lab_check(flavour, window, tmp_path):
-    extra = ["--append", "ext4.chksum_window=gcc49"] if window == "gcc49" else []
+    extra = ["--append", f"ext4.chksum_window={window} ext4.chksum_window_width=4"] \
+        if window != "off" else []
     run = boot(tmp_path, flavour, "lab-check", "--duration", "1", *extra)
     assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
     assert run.fields("uname")[0].endswith(f"-chkwin-{flavour}")
     assert run.fields("chksum_window") == [window]
+    assert run.fields("chksum_window_width") == ["4" if extra else "1"]
     assert sorted(run.fields("tracepoint")) == [
         "ext4_chksum_begin", "ext4_chksum_end", "ext4_inode_csum_verify"]
     # No KASLR: the guest's addresses are System.map's, so host-side pcs

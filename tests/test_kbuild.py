@@ -136,13 +136,21 @@ def test_window_is_in_the_symbol_table():
         symbols = (kernel_dir(flavour) / "System.map").read_text()
         for name in ("ext4_chksum", "ext4_chksum_gcc49",
                      "ext4_chksum_gcc49_window_start",
-                     "ext4_chksum_gcc49_window_end"):
+                     "ext4_chksum_gcc49_window_end",
+                     "ext4_chksum_gcc49_exact_window"):
             assert f" {name}\n" in symbols, (flavour, name)
     listing = disassemble("unpatched", "ext4_chksum_gcc49")
     body = [ln.split("\t", 2)[-1] for ln in listing.splitlines() if "\t" in ln]
-    release = next(i for i, ins in enumerate(body) if ins.startswith("mov\tsp, x29"))
-    assert body[release + 1].startswith("b\t")
-    assert body[release + 2].startswith("ldr\tw0, [x19, #8]")
+    releases = [i for i, ins in enumerate(body) if ins.startswith("mov\tsp, x29")]
+    assert len(releases) == 2, body
+    # gcc49: release, then a loop that ends a TCG block on each pass
+    # (ext4.chksum_window_width passes), then the load.
+    wide, exact = releases
+    assert body[wide + 1].startswith("subs\tw1, w1, #0x1")
+    assert body[wide + 2].startswith("b.ne\t")
+    assert body[wide + 3].startswith("ldr\tw0, [x19, #8]")
+    # gcc49-exact: the listing's release and load back to back.
+    assert body[exact + 1].startswith("ldr\tw0, [x19, #8]")
 
 
 def test_cold_build_from_an_empty_cache(tmp_path):
