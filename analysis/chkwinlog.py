@@ -27,6 +27,8 @@ TYPES = {1: "chksum", 2: "verify", 3: "iget", 4: "irq", 5: "softirq",
          6: "block", 7: "sample"}
 TYPE_IDS = {name: num for num, name in TYPES.items()}
 CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
+# Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
+WINDOW_KEYS = ["window", "window.exact"]
 
 F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH = 1, 2, 4, 8, 16
 CALLER_UNKNOWN = 0xFFFF
@@ -121,18 +123,22 @@ class Log:
         name, start, end = value.split()
         return name, int(start, 16), int(end, 16)
 
-    def window(self):
-        value = self.header.get("window")
-        if not value:
-            return None
-        start, end = value.split()
-        return int(start, 16), int(end, 16)
+    def windows(self):
+        """[(start, end)] of the emulated windows the kernel has, both
+        inclusive: the gcc49 window and the exact listing's instruction."""
+        found = []
+        for key in WINDOW_KEYS:
+            value = self.header.get(key)
+            if value:
+                start, end = value.split()
+                found.append((int(start, 16), int(end, 16)))
+        return found
 
     def window_known(self):
         """Whether window figures mean anything: the kernel has the window
         symbols, or at least the emulation (chksum_window is not absent).
         A stock kernel has neither, and its window counts are unknown, not 0."""
-        return (self.window() is not None
+        return (bool(self.windows())
                 or self.header.get("chksum_window", "absent") != "absent")
 
     def callers(self):

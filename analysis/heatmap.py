@@ -89,7 +89,7 @@ def offset_map(log, corr, stem):
     funcs = _funcs(log)
     cpus = _cpus(log)
     arr = _arrivals_in_funcs(log)
-    win = log.window()
+    wins = log.windows()
     yedges = _time_edges(log, t0)
     marks = _failure_marks(corr, t0)
     fig, axes = plt.subplots(len(cpus), max(1, len(funcs)), squeeze=False,
@@ -107,9 +107,9 @@ def offset_map(log, corr, stem):
                                  (arr["ts"][sel].astype(np.int64) - t0) / 1e9,
                                  xedges, yedges, norm)
             columns[(cpu, n)] = counts.sum(axis=1)
-            if win and start <= win[0] < end:
-                ax.axvspan(win[0] - start, win[1] - start + SLOT, color="cyan",
-                           alpha=0.25, label="stack-release window")
+            for i, (lo, hi) in enumerate(w for w in wins if start <= w[0] < end):
+                ax.axvspan(lo - start, hi - start + SLOT, color="cyan", alpha=0.25,
+                           label=None if i else "stack-release window")
             pts = [m for m in marks.get(cpu, []) if m[1] == n]
             if pts:
                 ax.scatter([p[2] + SLOT / 2 for p in pts], [p[0] for p in pts],
@@ -119,7 +119,7 @@ def offset_map(log, corr, stem):
             ax.set_ylabel("time since start (s)")
             ax.set_xlim(0, size)
             ax.set_ylim(yedges[0], yedges[-1])
-            if pts or (win and start <= win[0] < end):
+            if pts or any(start <= w[0] < end for w in wins):
                 ax.legend(loc="upper left", fontsize=7)
     if mesh is not None:
         fig.colorbar(mesh, ax=axes, label="arrivals per cell (log scale)")
@@ -200,12 +200,12 @@ def write_all(log, corr, outdir):
     columns = offset_map(log, corr, outdir / "offset")
     position_map(log, corr, outdir / "position")
     trace_file(log, corr, outdir / "arrivals.txt")
-    win = log.window()
     in_window = {}
     for (cpu, n), col in columns.items():
         _, start, end = log.func(n)
-        if win and start <= win[0] < end:
-            lo, hi = (win[0] - start) // SLOT, (win[1] - start) // SLOT
-            in_window[cpu] = in_window.get(cpu, 0) + int(col[lo:hi + 1].sum())
+        for win in log.windows():
+            if start <= win[0] < end:
+                lo, hi = (win[0] - start) // SLOT, (win[1] - start) // SLOT
+                in_window[cpu] = in_window.get(cpu, 0) + int(col[lo:hi + 1].sum())
     return {"files": sorted(str(p.name) for p in outdir.iterdir()),
             "window_column": in_window}

@@ -30,8 +30,8 @@ const volatile int target_cpu = -1;
 const volatile bool emit_records = true;
 const volatile __u64 func_start[CHKWIN_FUNCS];
 const volatile __u64 func_end[CHKWIN_FUNCS];
-const volatile __u64 window_start;	/* both inclusive */
-const volatile __u64 window_end;
+const volatile __u64 window_start[CHKWIN_WINDOWS];	/* both inclusive */
+const volatile __u64 window_end[CHKWIN_WINDOWS];
 const volatile __u64 el1_irq_start;	/* stack fallback: exception vectors */
 const volatile __u64 el1_irq_end;
 const volatile __u64 el0_irq_start;
@@ -187,8 +187,9 @@ static __always_inline struct place classify(__u64 pc, __u8 el)
 			p.class = CHKWIN_CLASS_CHKSUM;
 		}
 	}
-	if (window_start && pc >= window_start && pc <= window_end)
-		p.class = CHKWIN_CLASS_WINDOW;
+	for (f = 0; f < CHKWIN_WINDOWS; f++)
+		if (window_start[f] && pc >= window_start[f] && pc <= window_end[f])
+			p.class = CHKWIN_CLASS_WINDOW;
 	return p;
 }
 

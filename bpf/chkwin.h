@@ -25,6 +25,17 @@ enum chkwin_func {
 	CHKWIN_FUNC_NONE = 0xff,
 };
 
+/*
+ * The emulated windows, each a pc range [start, end]: the gcc49 window of
+ * the debug patch (a loop of ext4.chksum_window_width blocks) and the
+ * exact listing's one instruction (ext4.chksum_window=gcc49-exact).
+ */
+enum chkwin_window {
+	CHKWIN_WINDOW_GCC49,
+	CHKWIN_WINDOW_EXACT,
+	CHKWIN_WINDOWS,
+};
+
 enum chkwin_rec_type {
 	CHKWIN_REC_CHKSUM = 1,	/* one checksum computation, begin to end */
 	CHKWIN_REC_VERIFY,	/* an inode checksum verdict */

@@ -81,11 +81,14 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 			fprintf(out, "chkwin: func.%d   %s 0x%llx-0x%llx\n", i, p->func[i].name,
 				(unsigned long long)p->func[i].start,
 				(unsigned long long)p->func[i].end);
-	if (p->window_start)
-		fprintf(out, "chkwin: window   0x%llx-0x%llx\n",
-			(unsigned long long)p->window_start, (unsigned long long)p->window_end);
-	else
-		fprintf(out, "chkwin: window   absent (no emulation in this kernel)\n");
+	for (i = 0; i < CHKWIN_WINDOWS; i++)
+		if (p->window[i].start)
+			fprintf(out, "chkwin: %-8s 0x%llx-0x%llx\n", chkwin_window_keys[i],
+				(unsigned long long)p->window[i].start,
+				(unsigned long long)p->window[i].end);
+		else
+			fprintf(out, "chkwin: %-8s absent (no emulation in this kernel)\n",
+				chkwin_window_keys[i]);
 	if (o->sample_hz)
 		fprintf(out, "chkwin: sampler  cpu-clock at %ld Hz per CPU\n", o->sample_hz);
 	fprintf(out, "chkwin: callers  %s", p->caller_source);
@@ -132,8 +135,10 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 		s->rodata->func_start[i] = p->func[i].start;
 		s->rodata->func_end[i] = p->func[i].end;
 	}
-	s->rodata->window_start = p->window_start;
-	s->rodata->window_end = p->window_end;
+	for (i = 0; i < CHKWIN_WINDOWS; i++) {
+		s->rodata->window_start[i] = p->window[i].start;
+		s->rodata->window_end[i] = p->window[i].end;
+	}
 	s->rodata->el1_irq_start = p->el1_irq_start;
 	s->rodata->el1_irq_end = p->el1_irq_end;
 	s->rodata->el0_irq_start = p->el0_irq_start;

@@ -74,6 +74,8 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	text_kv(t, "kernel_kind", p->kernel_kind);
 	first_line("/sys/module/ext4/parameters/chksum_window", buf, sizeof(buf), "absent");
 	text_kv(t, "chksum_window", buf);
+	first_line("/sys/module/ext4/parameters/chksum_window_width", buf, sizeof(buf), "absent");
+	text_kv(t, "chksum_window_width", buf);
 	text_add(t, "cpus=%d\n", ncpus);
 	text_kv(t, "clock", "CLOCK_MONOTONIC");
 	first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource",
@@ -92,9 +94,11 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 			text_add(t, "func.%d=%s 0x%llx 0x%llx\n", i, p->func[i].name,
 				 (unsigned long long)p->func[i].start,
 				 (unsigned long long)p->func[i].end);
-	if (p->window_start)
-		text_add(t, "window=0x%llx 0x%llx\n", (unsigned long long)p->window_start,
-			 (unsigned long long)p->window_end);
+	for (i = 0; i < CHKWIN_WINDOWS; i++)
+		if (p->window[i].start)
+			text_add(t, "%s=0x%llx 0x%llx\n", chkwin_window_keys[i],
+				 (unsigned long long)p->window[i].start,
+				 (unsigned long long)p->window[i].end);
 	text_kv(t, "caller_source", p->caller_source);
 	for (i = 0; i < p->ncallers; i++)
 		if (p->callers[i])

@@ -24,7 +24,9 @@ struct chkwin_plan {
 		const char *name;
 		uint64_t start, end;
 	} func[CHKWIN_FUNCS];
-	uint64_t window_start, window_end;
+	struct {
+		uint64_t start, end;	/* both inclusive; 0 when absent */
+	} window[CHKWIN_WINDOWS];
 	uint64_t el1_irq_start, el1_irq_end, el0_irq_start, el0_irq_end;
 	const char *callers[CHKWIN_MAX_CALLERS];
 	int ncallers;
@@ -45,6 +47,9 @@ struct chkwin_plan {
  * Decide every probe from kallsyms, kernel BTF (vmlinux and the ext4 module)
  * and, for fexit, a real attach attempt.  Returns 0, or -1 with plan->error.
  */
+/* Log header key of each window (docs/log-format.md). */
+extern const char *const chkwin_window_keys[CHKWIN_WINDOWS];
+
 int chkwin_plan_make(const struct chkwin_opts *opts, struct chkwin_plan *plan);
 void chkwin_plan_free(struct chkwin_plan *plan);
 

@@ -96,7 +96,12 @@ static bool in_window(const struct chkwin_plan *p, int func, int slot)
 {
 	uint64_t pc = p->func[func].start + (uint64_t)slot * 4;
 
-	return p->window_start && pc >= p->window_start && pc <= p->window_end;
+	int i;
+
+	for (i = 0; i < CHKWIN_WINDOWS; i++)
+		if (p->window[i].start && pc >= p->window[i].start && pc <= p->window[i].end)
+			return true;
+	return false;
 }
 
 void chkwin_summary_hist(struct chkwin_summary *s, const struct chkwin_plan *p,
