@@ -170,8 +170,6 @@ int chkwin_log_flush(struct chkwin_log_writer *w)
 int chkwin_log_add(struct chkwin_log_writer *w, const struct chkwin_rec *rec)
 {
 	w->chunk[w->pending++] = *rec;
-	if (rec->h.type < CHKWIN_REC_TYPES)
-		w->written[rec->h.type]++;
 	return w->pending == CHKWIN_CHUNK_RECS ? chkwin_log_flush(w) : 0;
 }
 

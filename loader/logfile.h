@@ -18,7 +18,6 @@ struct chkwin_log_writer {
 	const char *path;
 	uint32_t seq;			/* chunks written so far */
 	uint32_t pending;		/* records buffered in chunk */
-	uint64_t written[CHKWIN_REC_TYPES];
 	struct chkwin_rec chunk[CHKWIN_CHUNK_RECS];
 	uint8_t out[16 + CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE];	/* head + chunk */
 };
