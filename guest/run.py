@@ -23,11 +23,13 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from cachedir import die  # noqa: E402
+import kmsg  # noqa: E402
 
 GUEST = pathlib.Path(__file__).resolve().parent
 PY = "/usr/bin/python3"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
+CALLS_RE = re.compile(r"^CHKWIN-CALLS (\d+)\s*$", re.M)
 PANIC_RE = re.compile(r"^.*Kernel panic - not syncing.*$", re.M)
 UPTIME_RE = re.compile(r"^\[\s*(\d+\.\d+)\]", re.M)
 # The scenario goes on the kernel command line as one word.
@@ -245,6 +247,8 @@ def main():
     text = console.text()
     statuses = STATUS_RE.findall(text)
     uptimes = UPTIME_RE.findall(text)
+    failures = kmsg.failures(text)
+    calls = CALLS_RE.findall(text)
     status = {"flavour": args.flavour, "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
               "singlestep": args.singlestep,
@@ -252,7 +256,10 @@ def main():
               "scenario_status": int(statuses[-1]) if statuses else None,
               "wall_seconds": round(time.monotonic() - start, 1),
               "guest_uptime": float(uptimes[-1]) if uptimes else None,
-              "checksum_invalid": text.count("iget: checksum invalid")}
+              "checksum_invalid": failures["inode"],
+              "checksum_failures": failures,
+              "checksum_failures_total": sum(failures.values()),
+              "checksum_calls": int(calls[-1]) if calls else None}
     tmp = args.out / ".status.json.tmp"
     tmp.write_text(json.dumps(status, indent=2) + "\n")
     os.replace(tmp, args.out / "status.json")
