@@ -22,6 +22,7 @@ import verdict
 from poisson import binom_ci, poisson_ci
 
 PER = 1e6
+GCC49_FUNC = 1      # enum chkwin_func: CHKWIN_FUNC_GCC49
 LIMITS = (
     "What this lab cannot show: QEMU's TCG on an x86 host gives the guest at "
     "least x86 (TSO) memory ordering whatever barrier the guest executes, so "
@@ -53,6 +54,13 @@ def load(top):
     return doc
 
 
+def recorded_dirs(doc):
+    """log.bin of every recorded boot, relative to the experiment's directory,
+    in the experiment's order of conditions."""
+    return [f"{b['dir']}/log.bin" for c in _cond(doc, kind="recorded")
+            for b in _boots(doc, c["name"])]
+
+
 def _boots(doc, name):
     return [b for b in doc["boots"] if b["condition"] == name]
 
@@ -70,12 +78,23 @@ def _ci(lo, hi):
     return f"{lo:.3g}-{hi:.3g}"
 
 
+def dispersion(doc):
+    """The experiment's boot-to-boot dispersion: the spread of boots within
+    each counting condition, pooled over the conditions (two boots of one
+    condition alone give a very noisy estimate)."""
+    return verdict.dispersion(*(_counts(_boots(doc, c["name"]))
+                                for c in doc["conditions"]
+                                if c["kind"] in ("counting", "dose")))
+
+
 def conditions(doc):
-    """One row per condition in the experiment's order."""
+    """One row per condition in the experiment's order; intervals with the
+    experiment's dispersion."""
     rows = []
+    phi = dispersion(doc)
     for c in doc["conditions"]:
         boots = _boots(doc, c["name"])
-        r = verdict.rate(_counts(boots))
+        r = verdict.rate(_counts(boots), phi=phi)
         kinds = {}
         for b in boots:
             for k, n in b["failures"].items():
@@ -93,17 +112,17 @@ def conditions(doc):
 
 def condition_table(rows):
     out = [["condition", "boots", "failures (per boot)", "by kind", "checksum calls",
-            "per 1M calls (95% CI)", "dispersion", "per guest minute"]]
+            "per 1M calls (95% CI)", "per guest minute"]]
     for r in rows:
         if not r["boots"]:
-            out.append([r["condition"], "0", "-", "-", "-", "-", "-", "-"])
+            out.append([r["condition"], "0", "-", "-", "-", "-", "-"])
             continue
         out.append([r["condition"], str(r["boots"]),
                     f"{r['failures']} ({' '.join(map(str, r['per_boot']))})",
                     ", ".join(f"{k} {n}" for k, n in sorted(r["by_kind"].items()))
                     or "-", f"{r['calls']:,}",
                     f"{r['per_million']:.3g} ({_ci(*r['ci'])})",
-                    f"{r['phi']:.2g}", f"{r['per_minute']:.3g}"])
+                    f"{r['per_minute']:.3g}"])
     return out
 
 
@@ -121,15 +140,30 @@ def recorded(doc, runs):
             arrivals = int(np.count_nonzero(corr.arrivals.window))
             fails = b["failures_total"]
             logged = len(corr.failures)
+            # The converse of attribution: what each window-hit call was
+            # checksumming, beside what the console says failed.
+            by_caller = {}
+            for i in corr.window_calls:
+                name = corr.caller_names.get(int(corr.calls["caller"][i]),
+                                             str(int(corr.calls["caller"][i])))
+                by_caller[name] = by_caller.get(name, 0) + 1
             timing = poisson_ci(hit_calls)
             mech = binom_ci(min(fails, hit_calls), hit_calls) if hit_calls else None
+            a = corr.arrivals
+            emulated = a.func == GCC49_FUNC
             rows.append({"boot": b["dir"], "condition": c["name"],
-                         "window": c["window"], "calls": calls,
+                         "window": c["window"], "singlestep": c["singlestep"],
+                         "calls": calls,
                          "window_calls": hit_calls, "window_arrivals": arrivals,
                          "timing": hit_calls / calls * PER if calls else math.nan,
                          "timing_ci": (timing[0] / calls * PER, timing[1] / calls * PER)
                          if calls else (math.nan, math.nan),
                          "failures": fails, "logged_failures": logged,
+                         "window_by_caller": by_caller,
+                         # Instructions of the emulated code that arrivals
+                         # landed before: only block starts, unless -singlestep.
+                         "gcc49_offsets": sorted({int(o) for o in a.offset[emulated]}),
+                         "failures_by_kind": {k: n for k, n in b["failures"].items() if n},
                          "attributed": corr.attributed(),
                          "mechanism": fails / hit_calls if hit_calls else None,
                          "mechanism_ci": mech,
@@ -141,6 +175,7 @@ def recorded(doc, runs):
 def recorded_table(rows):
     out = [["boot", "checksum calls", "calls with a window arrival per 1M (95% CI)",
             "failures (console)", "failures per window call (95% CI)",
+            "window calls by caller", "console failures by kind",
             "inode failures in the log after a window irq", "lost records"]]
     for r in rows:
         mech = "-" if r["mechanism"] is None else \
@@ -148,6 +183,10 @@ def recorded_table(rows):
         out.append([r["boot"], f"{r['calls']:,}",
                     f"{r['timing']:.3g} ({_ci(*r['timing_ci'])}), {r['window_calls']} calls",
                     str(r["failures"]), mech,
+                    ", ".join(f"{k} {n}" for k, n in sorted(r["window_by_caller"].items()))
+                    or "-",
+                    ", ".join(f"{k} {n}" for k, n in sorted(r["failures_by_kind"].items()))
+                    or "-",
                     f"{r['attributed']}/{r['logged_failures']}", str(r["lost"])])
     return out
 
@@ -226,6 +265,7 @@ def dose_plot(d, path):
 def decisions(doc, rows, rec, d):
     """The verdict lines, most important first."""
     margin = doc["settings"]["margin"]
+    phi = dispersion(doc)
     out = []
 
     def pooled_over(conds):
@@ -234,7 +274,7 @@ def decisions(doc, rows, rec, d):
     gcc49 = pooled_over(_cond(doc, kind="counting", window="gcc49", singlestep=False))
     off = pooled_over(_cond(doc, kind="counting", window="off"))
     if gcc49 and off:
-        v = verdict.compare(gcc49, off, margin, names=("gcc49", "off"))
+        v = verdict.compare(gcc49, off, margin, names=("gcc49", "off"), phi=phi)
         out.append(("window", f"the emulated window and the failures: {v.text}"))
     flav = _cond(doc, kind="counting", window="gcc49", singlestep=False)
     if len(flav) == 2:
@@ -242,7 +282,7 @@ def decisions(doc, rows, rec, d):
         a, b = pooled_over([second]), pooled_over([first])
         if a and b:
             v = verdict.compare(a, b, margin, names=(second["flavour"],
-                                                     first["flavour"]))
+                                                     first["flavour"]), phi=phi)
             out.append(("flavour", f"the barrier flavour and the failure rate: "
                                    f"{v.text}"))
     win = [r for r in rec if r["window"] == "gcc49"]
@@ -253,23 +293,18 @@ def decisions(doc, rows, rec, d):
         out.append(("attribution", f"{att} of {logged} inode checksum failures in the "
                                    f"recorded gcc49 boots follow an interrupt in the "
                                    f"window{share}"))
-    exact = [r for r in rec if r["window"] == "gcc49-exact"]
-    if exact:
-        arr = sum(r["window_arrivals"] for r in exact)
-        calls = sum(r["calls"] for r in exact)
-        fails = sum(r["failures"] for r in exact)
-        out.append(("exact-tcg", f"gcc49-exact under multi-threaded TCG: {arr} window "
-                                 f"arrivals and {fails} failures in {calls:,} calls "
-                                 + ("(as the block-boundary mechanism predicts)"
-                                    if arr == 0 else "(the mechanism predicts none)")))
-    for c in _cond(doc, window="gcc49-exact", singlestep=True):
-        boots = _boots(doc, c["name"])
-        if boots:
-            k, n = verdict.pooled(_counts(boots))
-            out.append(("exact-singlestep", f"gcc49-exact under -singlestep: {k} "
-                                            f"failures in {n:,} calls"
-                                            + (" (it fails, as on hardware)" if k else
-                                               " (none yet: too few calls to tell)")))
+    for r in (r for r in rec if r["window"] == "gcc49-exact"):
+        how = "-singlestep (one instruction a block)" if r["singlestep"] else \
+            "multi-threaded TCG"
+        expect = ("every instruction can be interrupted, as on hardware"
+                  if r["singlestep"] else "no block starts in its window")
+        ok = (r["window_arrivals"] > 0) == r["singlestep"]
+        out.append((f"exact-{'singlestep' if r['singlestep'] else 'tcg'}",
+                    f"gcc49-exact under {how}: {r['window_arrivals']} window arrivals "
+                    f"({r['window_calls']} calls with one) and {r['failures']} failures "
+                    f"in {r['calls']:,} calls; arrivals before "
+                    f"{len(r['gcc49_offsets'])} distinct instructions of the emulated "
+                    f"code ({expect}{'' if ok else ': NOT what the mechanism predicts'})"))
     if d:
         lo, hi = d["slope_ci"]
         sign = "rises with" if lo > 0 else ("falls with" if hi < 0 else

@@ -144,7 +144,9 @@ def write_experiment(outdir, doc, runs):
               f"{s['workload']}, {s['smp']} CPUs; conditions interleaved in rounds "
               f"shuffled with seed {seed}; precision target +-{s['precision'] * 100:.0f}%, "
               f"at most {s['max_boots']} boots a condition, equivalence margin "
-              f"+-{s['margin'] * 100:.0f}%.")
+              f"+-{s['margin'] * 100:.0f}%; boot-to-boot dispersion "
+              f"{experiment.dispersion(doc):.2g} (1 is Poisson), which widens "
+              f"every interval.")
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)
     btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [

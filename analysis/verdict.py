@@ -111,10 +111,12 @@ def _more_failures(k1, k2, phi, margin):
     return max(1, math.ceil((s - 1) * (k1 + k2)))
 
 
-def compare(a, b, margin=0.25, names=("a", "b")):
-    """The verdict on rate(a) / rate(b); a and b are lists of boots."""
+def compare(a, b, margin=0.25, names=("a", "b"), phi=None):
+    """The verdict on rate(a) / rate(b); a and b are lists of boots.  phi
+    defaults to the dispersion within a and b; an experiment passes the
+    one it estimated from all its conditions (more boots, steadier)."""
     (k1, n1), (k2, n2) = pooled(a), pooled(b)
-    phi = dispersion(a, b)
+    phi = dispersion(a, b) if phi is None else phi
     what = f"{names[0]}/{names[1]}"
     band = f"+-{margin * 100:.0f}% (ratio {1 / (1 + margin):.2f}-{1 + margin:.2f})"
     if k1 + k2 == 0:
@@ -134,6 +136,6 @@ def compare(a, b, margin=0.25, names=("a", "b")):
                 f"({evidence})")
     else:
         kind, more = "undecided", _more_failures(k1, k2, phi, margin)
-        text = (f"undecided: about {more} more failures needed to tell a "
-                f"difference from equivalence within {band} ({evidence})")
+        text = (f"undecided: about {more} more failures needed to decide "
+                f"between a difference and equivalence within {band} ({evidence})")
     return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, margin, more, text)
