@@ -1,12 +1,26 @@
 # chkwin: the lab's entry points.  Logic lives in guest/*.py; this is glue.
 PY        := /usr/bin/python3
 FLAVOURS  := unpatched patched
-DURATION  ?= 150
-SMP       ?= 2
-MEM       ?= 1024
-SAMPLE_HZ ?= 20000
-CELLS     ?= unpatched-off,unpatched-gcc49,patched-off,patched-gcc49
-WORKLOAD  ?= inode-load
+# make demo: see guest/lab_demo.py --help for what each one does.
+BOOT_SECONDS   ?= 30
+RECORD_SECONDS ?= 45
+PRECISION      ?= 0.30
+MAX_BOOTS      ?= 8
+BUDGET         ?= 14
+MARGIN         ?= 0.25
+SEED           ?=
+SMP            ?= 2
+MEM            ?= 1024
+SAMPLE_HZ      ?= 20000
+WORKLOAD       ?= inode-load
+WIDTHS         ?= 1,2,4,8,16
+DEMO_ARGS = --boot-seconds $(BOOT_SECONDS) --record-seconds $(RECORD_SECONDS) \
+	--precision $(PRECISION) --max-boots $(MAX_BOOTS) --budget $(BUDGET) \
+	--margin $(MARGIN) --smp $(SMP) --mem $(MEM) --sample-hz $(SAMPLE_HZ) \
+	--workload $(WORKLOAD) $(if $(SEED),--seed $(SEED))
+# Tests that need no kernel: run first, and alone by make test-host.
+HOST_TESTS := tests/test_verdict.py tests/test_experiment.py \
+	tests/test_analysis.py tests/test_testdisk.py tests/test_loadgen.py
 
 DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
@@ -16,8 +30,8 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 
-.PHONY: all deps kernels testdisk initramfs rootfs test demo bench stackscan \
-	clean-results
+.PHONY: all deps kernels testdisk initramfs rootfs test test-host demo dose \
+	bench stackscan clean-results
 
 all: kernels
 
@@ -46,12 +60,19 @@ initramfs: deps
 rootfs: deps kernels
 	$(PY) guest/rootfs.py --print-path
 
-test: deps kernels
-	bash tests/run
+test-host: deps
+	bash tests/run $(HOST_TESTS)
+
+test: test-host kernels
+	bash tests/run $(addprefix --ignore=,$(HOST_TESTS))
 
 demo: deps kernels
-	$(PY) guest/lab_demo.py --duration $(DURATION) --smp $(SMP) --mem $(MEM) \
-		--sample-hz $(SAMPLE_HZ) --cells $(CELLS) --workload $(WORKLOAD)
+	$(PY) guest/lab_demo.py $(DEMO_ARGS)
+
+# The dose-response sweep: window widths on the unpatched flavour.
+dose: deps kernels
+	$(PY) guest/lab_demo.py $(DEMO_ARGS) --flavours unpatched --widths $(WIDTHS) \
+		--record-seconds 0 --no-controls --min-boots 2 --max-boots 2
 
 bench: deps kernels
 	$(PY) bench/results.py --out bench/RESULTS.md

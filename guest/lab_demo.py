@@ -1,70 +1,152 @@
 #!/usr/bin/python3
-"""The lab experiment: {unpatched, patched} x {window off, gcc49}.
+"""The lab experiment: does the emulated window cause the failures, and does
+the barrier flavour change their rate?
 
-Every cell boots its kernel and runs the `record` scenario: the workload
-(inode-load by default: the inode-heavy loop beside loadgen; or rk-loop,
-Russell King's find | xargs md5sum loop) under the chkwin loader, with its
-cpu-clock sampler at --sample-hz as an extra interrupt source (0: none),
-for a fixed number of guest seconds.  Each cell's console.log, log.bin,
-cmdline.txt and status.json stay in results/<timestamp>/<cell>/, so that
-`analysis/chkwin-analyze report results/<timestamp>` rebuilds the report
-offline.  At the end the report is written there, its verdict printed and
-results/latest pointed at the run.
+Conditions are run as many short boots (replicates), interleaved in
+rounds whose order is shuffled with a recorded seed, so that host load
+drifting over the run cannot land on one condition:
+
+  counting   untraced boots of the workload (inode-load by default); the
+             kernel's own console lines count failures of every checksum
+             kind (guest/kmsg.py) and ext4.chksum_calls the calls.  gcc49
+             conditions run until their rate's 95% interval is within
+             --precision (or --max-boots); off conditions until they have
+             made as many checksum calls as the gcc49 condition they pair
+             with.
+  recorded   boots under the chkwin loader (sampler at --sample-hz): which
+             interrupt broke which checksum, window arrivals per call and
+             failures per window arrival.
+  controls   gcc49-exact, the listing with no inserted branch, recorded:
+             under multi-threaded TCG no window arrival can happen; under
+             -singlestep (one instruction per block, as on hardware) they
+             do, and fail.  The singlestep boot has no sampler: its handler
+             outlasts the 50 us period there, and arrivals pile up at one pc.
+  dose       with --widths, counting boots of the first flavour at each
+             window width (ext4.chksum_window_width).
+
+Every boot's directory and experiment.json (the plan, the seed, every boot
+so far) are written as the run goes, so a killed run keeps what it did;
+`analysis/chkwin-analyze report results/<timestamp>` rebuilds the report.
 """
 
 import argparse
 import json
 import os
 import pathlib
-import re
+import random
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "analysis"))
+from cachedir import die  # noqa: E402
+import verdict  # noqa: E402
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-FLAVOURS, WINDOWS = ("unpatched", "patched"), ("off", "gcc49")
-ALL_CELLS = [f"{f}-{w}" for f in FLAVOURS for w in WINDOWS]
+FLAVOURS = ("unpatched", "patched")
 WORKLOADS = ("inode-load", "rk-loop")
-# Wall seconds a cell costs beyond its guest duration (boot, loader start,
-# drain), used for the time-left estimate until a cell has been measured.
-OVERHEAD = 30
+# Wall seconds a boot costs beyond its guest seconds, until one is measured
+# (-singlestep boots take about four times their guest seconds as well).
+OVERHEAD = 15
 
 
-def cell_list(text):
-    """'unpatched-gcc49:180,unpatched-off' -> [(cell, seconds or None)]."""
-    cells = []
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        name, _, secs = item.partition(":")
-        if name not in ALL_CELLS:
-            raise argparse.ArgumentTypeError(
-                f"unknown cell {name!r} (cells: {', '.join(ALL_CELLS)})")
-        if secs and not (secs.isdigit() and int(secs) > 0):
-            raise argparse.ArgumentTypeError(f"{item!r}: seconds must be positive")
-        cells.append((name, int(secs) if secs else None))
-    if not cells:
-        raise argparse.ArgumentTypeError("no cells")
-    return cells
+def condition(flavour, window, kind, width=1, singlestep=False):
+    """One condition of the experiment; its name is its directory prefix."""
+    name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
+        ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "")
+    return {"name": name, "flavour": flavour, "window": window, "width": width,
+            "singlestep": singlestep, "kind": kind}
+
+
+def plan(args):
+    """The conditions, in a fixed order (the report's order)."""
+    conds = []
+    for flavour in args.flavours:
+        conds.append(condition(flavour, "gcc49", "counting"))
+        conds.append(condition(flavour, "off", "counting"))
+    if args.record_seconds:
+        for flavour in args.flavours:
+            conds.append(condition(flavour, "gcc49", "recorded"))
+    if args.controls:
+        first = args.flavours[0]
+        conds.append(condition(first, "gcc49-exact", "recorded"))
+        conds.append(condition(first, "gcc49-exact", "recorded", singlestep=True))
+    for width in args.widths:
+        if width != 1:
+            conds.append(condition(args.flavours[0], "gcc49", "dose", width=width))
+    return conds
+
+
+def positive_list(text):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a list of whole numbers")
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: values must be positive")
+    return values
+
+
+def flavour_list(text):
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [n for n in names if n not in FLAVOURS]
+    if bad or not names or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a list of distinct flavours from {', '.join(FLAVOURS)}")
+    return names
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=int, default=150,
-                    help="guest seconds per cell (default 150: about 12 "
-                         "minutes for the four cells)")
+    ap.add_argument("--boot-seconds", type=int, default=30,
+                    help="guest seconds of one counting boot (default 30)")
+    ap.add_argument("--record-seconds", type=int, default=45,
+                    help="guest seconds of one recorded boot, 0 = none (default 45)")
+    ap.add_argument("--singlestep-seconds", type=int, default=20,
+                    help="guest seconds of the -singlestep control (default 20; "
+                         "it costs about four times that in wall time)")
+    ap.add_argument("--precision", type=float, default=0.30,
+                    help="stop a gcc49 condition when its rate's 95%% interval "
+                         "is within this relative distance (default 0.30)")
+    ap.add_argument("--max-boots", type=int, default=8,
+                    help="cap on counting boots per condition (default 8)")
+    ap.add_argument("--min-boots", type=int, default=2,
+                    help="counting boots per gcc49 condition at least, so "
+                         "that the spread between boots shows (default 2)")
+    ap.add_argument("--budget", type=float, default=14,
+                    help="wall minutes: no round starts that would end after "
+                         "them (default 14)")
+    ap.add_argument("--margin", type=float, default=0.25,
+                    help="equivalence margin of the flavour verdict (default 0.25)")
+    ap.add_argument("--seed", type=int,
+                    help="seed of the round order (default: drawn and recorded)")
+    ap.add_argument("--flavours", type=flavour_list, default=list(FLAVOURS),
+                    help="comma-separated (default unpatched,patched)")
+    ap.add_argument("--widths", type=positive_list, default=[],
+                    help="window widths for the dose sweep, e.g. 1,2,4,8,16")
+    ap.add_argument("--dose-boots", type=int, default=2,
+                    help="counting boots per width of the sweep (default 2)")
+    ap.add_argument("--no-controls", dest="controls", action="store_false",
+                    help="skip the gcc49-exact controls")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
     ap.add_argument("--sample-hz", type=int, default=20000,
-                    help="the loader's cpu-clock sampler (-F), 0 = none")
+                    help="the loader's cpu-clock sampler in recorded boots, 0 = none")
     ap.add_argument("--workload", choices=WORKLOADS, default="inode-load")
-    ap.add_argument("--cells", type=cell_list, default=cell_list(",".join(ALL_CELLS)),
-                    help="comma-separated FLAVOUR-WINDOW[:SECONDS] "
-                         f"(default: {','.join(ALL_CELLS)})")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
     args = ap.parse_args(argv)
-    if args.duration <= 0 or args.smp <= 0 or args.mem <= 0 or args.sample_hz < 0:
-        ap.error("--duration, --smp and --mem must be positive, --sample-hz >= 0")
+    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem, args.max_boots, args.min_boots,
+           args.dose_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
+        ap.error("seconds, --smp, --mem and boot counts must be positive")
+    if not 0 < args.precision < 1 or not 0 < args.margin < 1 or args.budget <= 0:
+        ap.error("--precision and --margin must lie in (0, 1), --budget above 0")
+    if args.min_boots > args.max_boots:
+        ap.error("--min-boots is larger than --max-boots")
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
     return args
 
 
@@ -77,40 +159,147 @@ def new_top(results):
             return top
         except FileExistsError:
             continue
-    sys.exit(f"demo: error: cannot make a new directory under {results}")
+    die(f"cannot make a new directory under {results}")
 
 
-def append_for(window, args):
-    words = [f"ext4.chksum_window={window}", f"chkwin.workload={args.workload}"]
-    if args.sample_hz:
-        words.append(f"chkwin.loader=-F,{args.sample_hz}")
-    return " ".join(words)
+class Experiment:
+    """The plan and every boot so far, saved after each boot."""
+
+    def __init__(self, top, args):
+        self.top, self.args = top, args
+        self.conds = plan(args)
+        self.boots = []
+        self.started = time.monotonic()
+
+    def save(self):
+        a = self.args
+        doc = {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
+               "settings": {"boot_seconds": a.boot_seconds,
+                            "singlestep_seconds": a.singlestep_seconds,
+                            "record_seconds": a.record_seconds,
+                            "precision": a.precision, "max_boots": a.max_boots,
+                            "min_boots": a.min_boots, "margin": a.margin,
+                            "budget_minutes": a.budget, "dose_boots": a.dose_boots,
+                            "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
+                            "workload": a.workload}}
+        tmp = self.top / ".experiment.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        os.replace(tmp, self.top / "experiment.json")
+
+    def of(self, name):
+        return [b for b in self.boots if b["condition"] == name]
+
+    def counts(self, name):
+        """[(failures, calls)] of a counting condition's boots."""
+        return [(b["failures_total"], b["calls"]) for b in self.of(name)]
+
+    def wants(self, c):
+        """Whether condition c needs another boot."""
+        done = self.of(c["name"])
+        if c["kind"] == "recorded" or c["singlestep"]:
+            return not done
+        if c["kind"] == "dose":
+            return len(done) < self.args.dose_boots
+        if len(done) >= self.args.max_boots:
+            return False
+        if c["window"] == "off":
+            pair = f"{c['flavour']}-gcc49"
+            needed = sum(n for _, n in self.counts(pair))
+            return not done or sum(n for _, n in self.counts(c["name"])) < needed
+        if len(done) < self.args.min_boots:
+            return True
+        return verdict.rate(self.counts(c["name"])).half_width() > self.args.precision
+
+    def seconds(self, c):
+        if c["singlestep"]:
+            return self.args.singlestep_seconds
+        if c["kind"] == "recorded":
+            return self.args.record_seconds
+        return self.args.boot_seconds
+
+    def estimate(self, c):
+        """Wall seconds the next boot of c will take: as its last one did."""
+        done = self.of(c["name"])
+        if done:
+            return done[-1]["wall_seconds"]
+        return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
+
+    def append(self, c):
+        words = [f"ext4.chksum_window={c['window']}"]
+        if c["width"] != 1:
+            words.append(f"ext4.chksum_window_width={c['width']}")
+        if c["kind"] == "recorded":
+            words.append(f"chkwin.workload={self.args.workload}")
+            if self.args.sample_hz and not c["singlestep"]:
+                words.append(f"chkwin.loader=-F,{self.args.sample_hz}")
+        return " ".join(words)
+
+    def boot(self, c, rnd, slot):
+        n = len(self.of(c["name"])) + 1
+        out = self.top / f"{c['name']}-{n}"
+        seconds = self.seconds(c)
+        scenario = "record" if c["kind"] == "recorded" else self.args.workload
+        cmd = [PY, str(REPO / "guest/run.py"), "--flavour", c["flavour"],
+               "--scenario", scenario, "--duration", str(seconds),
+               "--smp", str(self.args.smp), "--mem", str(self.args.mem),
+               "--append", self.append(c), "--out", str(out)]
+        if c["singlestep"]:
+            cmd.append("--singlestep")
+        start = time.monotonic()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            lines = proc.stderr.strip().splitlines()
+            die(f"boot {out.name} failed: "
+                f"{lines[-1] if lines else f'run.py exited {proc.returncode}'}; "
+                f"everything recorded so far is in {self.top}")
+        status = json.loads((out / "status.json").read_text())
+        if status["checksum_calls"] is None:
+            die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
+                f"(not a chkwin kernel with the window patch?)")
+        self.boots.append({
+            "condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
+            "guest_seconds": seconds, "wall_seconds": round(wall, 1),
+            "calls": status["checksum_calls"],
+            "failures": status["checksum_failures"],
+            "failures_total": status["checksum_failures_total"]})
+        self.save()
+        return self.boots[-1]
+
+    def elapsed(self):
+        return time.monotonic() - self.started
 
 
-def minutes(seconds):
-    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
-
-
-def run_cell(n, total, cell, duration, left, args, out):
-    flavour, window = cell.split("-")
-    print(f"demo: [{n}/{total}] {cell}: {args.workload}, {duration} s guest time; "
-          f"about {minutes(left)} left", flush=True)
-    start = time.monotonic()
-    proc = subprocess.run(
-        [PY, str(REPO / "guest/run.py"), "--flavour", flavour, "--scenario",
-         "record", "--duration", str(duration), "--smp", str(args.smp),
-         "--mem", str(args.mem), "--append", append_for(window, args),
-         "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True)
-    wall = time.monotonic() - start
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        why = lines[-1] if lines else f"guest/run.py exited {proc.returncode}"
-        return None, wall, why
-    status = json.loads((out / "status.json").read_text())
-    print(f"demo: [{n}/{total}] {cell}: {status['checksum_invalid']} checksum "
-          f"failures, {wall:.0f} s wall", flush=True)
-    return status, wall, None
+def run(args):
+    top = new_top(args.results)
+    exp = Experiment(top, args)
+    exp.save()
+    rng = random.Random(args.seed)
+    print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
+          flush=True)
+    rnd = 0
+    while True:
+        due = [c for c in exp.conds if exp.wants(c)]
+        if not due:
+            break
+        left = sum(exp.estimate(c) for c in due)
+        # The first round always runs: every condition gets one boot.
+        if rnd and exp.elapsed() + left > args.budget * 60:
+            print(f"demo: another round would pass the {args.budget:g}-minute "
+                  f"budget; {', '.join(c['name'] for c in due)} wanted more",
+                  flush=True)
+            break
+        rnd += 1
+        rng.shuffle(due)
+        print(f"demo: round {rnd}: {len(due)} boots, about {left / 60:.1f} min; "
+              f"{exp.elapsed() / 60:.1f} min so far", flush=True)
+        for slot, c in enumerate(due, 1):
+            b = exp.boot(c, rnd, slot)
+            print(f"demo: [{rnd}.{slot}] {b['dir']}: {b['failures_total']} checksum "
+                  f"failures in {b['calls']} calls, {b['wall_seconds']:.0f} s wall",
+                  flush=True)
+    return top
 
 
 def point_latest(results, top):
@@ -122,38 +311,17 @@ def point_latest(results, top):
 
 def main(argv=None):
     args = parse_args(argv)
-    top = new_top(args.results)
-    cells = [(c, d or args.duration) for c, d in args.cells]
-    (top / "demo.json").write_text(json.dumps({
-        "cells": [{"cell": c, "duration": d} for c, d in cells],
-        "workload": args.workload, "sample_hz": args.sample_hz,
-        "smp": args.smp, "mem": args.mem}, indent=2) + "\n")
-    rows, overhead = [], OVERHEAD
-    for n, (cell, duration) in enumerate(cells, 1):
-        left = sum(d + overhead for _, d in cells[n - 1:])
-        status, wall, err = run_cell(n, len(cells), cell, duration, left, args,
-                                     top / cell)
-        if err:
-            sys.exit(f"demo: error: cell {cell} failed: {err}; "
-                     f"everything recorded so far is in {top}")
-        overhead = max(0, wall - duration)
-        rows.append((cell, duration, status["checksum_invalid"], wall))
-    print(f"\n{'cell':<16} {'guest s':>7} {'failures':>8} {'wall s':>7}")
-    for cell, duration, fails, wall in rows:
-        print(f"{cell:<16} {duration:>7} {fails:>8} {wall:>7.0f}")
-    (top / "summary.json").write_text(json.dumps(
-        [dict(zip(("cell", "duration", "failures", "wall_seconds"), r))
-         for r in rows], indent=2) + "\n")
-
+    top = run(args)
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
                            str(top)], capture_output=True, text=True)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        sys.exit(f"demo: error: the report failed: "
-                 f"{lines[-1] if lines else proc.returncode}; runs are in {top}")
-    m = re.search(r"^verdict: (.*)$", proc.stdout, re.M)
+        die(f"the report failed: {lines[-1] if lines else proc.returncode}; "
+            f"runs are in {top}")
     point_latest(args.results, top)
-    print(f"\nverdict: {m.group(1) if m else '(none printed)'}")
+    print()
+    print("\n".join(ln for ln in proc.stdout.splitlines()
+                    if ln.startswith("verdict: ")))
     print(f"report: {top / 'report.html'}")
     print(f"latest: {args.results / 'latest'} -> {top.name}")
 

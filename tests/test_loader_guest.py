@@ -160,6 +160,25 @@ def test_window_off_has_no_window_arrivals(flavour, tmp_path_factory, reader):
     assert not FAILURE_RE.search(run.console)
 
 
+def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
+        tmp_path_factory, reader):
+    """gcc49-exact: mov sp, x29 directly followed by the load.  TCG takes
+    interrupts only at block starts, and none falls between the two, so
+    even with the 20 kHz sampler no arrival lands in the window, while
+    arrivals elsewhere in the same function do."""
+    run = record(tmp_path_factory, "unpatched", "gcc49-exact", "-F,20000", "45")
+    log = Log(reader, run.out / "log.bin")
+    assert log.status["status"] == "complete"
+    assert log.header["chksum_window"] == "gcc49-exact"
+    assert "window.exact" in log.header and "window" in log.header
+    assert int(log.trailer["count.chksum"]) > 100_000
+    assert log.trailer["count.irq.window"] == "0"
+    assert log.trailer["count.sample.window"] == "0"
+    assert log.trailer["count.chksum_window"] == "0"
+    assert int(log.trailer["count.sample.chksum"]) > 0
+    assert run.status["checksum_failures_total"] == 0
+
+
 def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
     run = record(tmp_path_factory, "unpatched", "off", "-m,fallback,-v", "30")
     log = Log(reader, run.out / "log.bin")
