@@ -30,6 +30,7 @@ BENCHES = {
               "--rates", "", "--seconds", "10"],
     "stackscan": ["bench/stackscan_bench.py"],
     "peers": ["bench/peers.py"],
+    "dose": ["bench/dose_bench.py"],
 }
 
 

@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""The experiment's figures: failures per guest minute and per million
+checksum calls at each window width (untraced, the demo's boots), the
+dose-response slope, and the wall time of the sweep.  It runs the sweep
+`make dose` runs (guest/lab_demo.py --widths) and reads its experiment.json
+with analysis/experiment.py."""
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from section import print_section
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+sys.path.insert(0, str(REPO / "analysis"))
+import experiment  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--widths", default="1,2,4,8,16")
+    ap.add_argument("--boots", type=int, default=2, help="boots per width")
+    ap.add_argument("--boot-seconds", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.monotonic()
+        cmd = [PY, str(REPO / "guest/lab_demo.py"), "--flavours", "unpatched",
+               "--widths", args.widths, "--dose-boots", str(args.boots),
+               "--min-boots", str(args.boots), "--max-boots", str(args.boots),
+               "--boot-seconds", str(args.boot_seconds), "--record-seconds", "0",
+               "--no-controls", "--seed", str(args.seed), "--results", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            sys.exit(f"dose_bench: error: the sweep failed: {last}")
+        doc = json.loads((pathlib.Path(tmp) / "latest" / "experiment.json").read_text())
+    rows = []
+    for r in experiment.conditions(doc):
+        if r["boots"]:
+            rows.append((f"{r['condition']}: failures per guest minute; per 1M calls "
+                         f"(95% CI); boots", f"{r['per_minute']:.3g}; "
+                         f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g}); "
+                         f"{r['boots']} ({' '.join(map(str, r['per_boot']))} failures)"))
+    d = experiment.dose(doc)
+    if d:
+        rows.append(("dose-response slope, failures per 1M calls per block (95% CI); R^2",
+                     f"{d['slope']:.3g} ({d['slope_ci'][0]:.3g}-{d['slope_ci'][1]:.3g}); "
+                     f"{d['r2']:.2f}"))
+        rows.append(("residuals by width", ", ".join(
+            f"{p['width']}: {p['residual']:+.3g}" for p in d["points"])))
+    rows.append(("wall time of the sweep", f"{wall / 60:.1f} min"))
+    print_section("Dose-response: window width",
+                  f"Untraced inode-load boots of {args.boot_seconds} guest seconds on "
+                  f"the unpatched kernel, {args.boots} per width, interleaved in rounds "
+                  f"shuffled with seed {args.seed} (`make dose` runs the same); failures "
+                  "are the kernel's console lines of every checksum kind, calls "
+                  "ext4.chksum_calls.", rows)
+
+
+if __name__ == "__main__":
+    main()
