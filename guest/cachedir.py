@@ -8,6 +8,7 @@ miss.  cached() is the one way a product gets there: locked, built aside,
 renamed into place.
 """
 
+import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -69,6 +70,19 @@ def run_or_die(cmd, what, **kw):
         die(f"{what} failed (exit {proc.returncode}): "
             f"{lines[-1] if lines else 'no message'}")
     return proc
+
+
+def builder_main(build, doc, option, what):
+    """The command line of a builder that takes no settings: build (a hit
+    costs a hash of the inputs) and, with option, print the product's
+    path, which is all its stdout carries."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument(option, action="store_true",
+                    help=f"print {what} on stdout (built first on a cache miss)")
+    args = ap.parse_args()
+    path = build()
+    if getattr(args, option.lstrip("-").replace("-", "_")):
+        print(path)
 
 
 def log(what, msg):

@@ -9,13 +9,12 @@ tests, that vmlinux.h and the compilers' versions.
     /usr/bin/python3 guest/loaderbuild.py [--print-dir]
 """
 
-import argparse
 import os
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
+from cachedir import builder_main, Key, cache_root, cached, die, run_or_die  # noqa: E402
 import kbuild  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -59,16 +58,9 @@ def build():
                                                      for f in OUTPUTS))
     return outdir
 
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--print-dir", action="store_true",
-                    help="print the output directory on stdout (the loader, "
-                         "and the unpatched kernel it needs, are built first "
-                         "on a cache miss)")
-    args = ap.parse_args()
-    outdir = build()
-    if args.print_dir:
-        print(outdir)
+    builder_main(build, __doc__, "--print-dir", "the output directory (with the unpatched kernel it needs)")
 
 
 if __name__ == "__main__":

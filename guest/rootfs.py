@@ -177,6 +177,7 @@ def build():
                   "rootfs", ready=lambda d: (d / "rootfs.img").is_file()
                   and (d / "build.json").is_file())[0]
 
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--print-path", action="store_true",

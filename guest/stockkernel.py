@@ -167,6 +167,7 @@ def build(package=None):
         ready=lambda d: (d / "modules" / "order").is_file())
     return outdir
 
+
 def system_map(kdir):
     """kdir/System.map, made from the booted kernel's kallsyms if missing."""
     path = kdir / "System.map"

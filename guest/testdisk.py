@@ -130,6 +130,7 @@ def build(files, dirs, size_mib, seed):
     image = cache_root() / "disks" / f"testdisk-{key.hexdigest()}.img"
     return cached(image, make_disk, "testdisk", ready=pathlib.Path.is_file)[0]
 
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=6000)

@@ -10,7 +10,6 @@ not a new root filesystem.  Cached by the same entries as the initramfs.
     /usr/bin/python3 guest/toolsdisk.py [--print-path]
 """
 
-import argparse
 import os
 import pathlib
 import stat
@@ -19,7 +18,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import initramfs  # noqa: E402
-from cachedir import cache_root, cached, run_or_die  # noqa: E402
+from cachedir import builder_main, cache_root, cached, run_or_die  # noqa: E402
 
 SIZE_MIB = 64
 
@@ -60,14 +59,9 @@ def build():
     return cached(cache_root() / "toolsdisk" / name, make_image, "toolsdisk",
                   ready=pathlib.Path.is_file)[0]
 
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--print-path", action="store_true",
-                        help="print the image's path on stdout")
-    args = parser.parse_args()
-    path = build()
-    if args.print_path:
-        print(path)
+    builder_main(build, __doc__, "--print-path", "the image's path")
 
 
 if __name__ == "__main__":

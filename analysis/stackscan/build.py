@@ -8,13 +8,12 @@ versions, so an unchanged tree is a cache hit.
     /usr/bin/python3 analysis/stackscan/build.py [--print-path]
 """
 
-import argparse
 import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "guest"))
-from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
+from cachedir import builder_main, Key, cache_root, cached, die, run_or_die  # noqa: E402
 
 
 def build():
@@ -41,14 +40,9 @@ def build():
                        ready=lambda d: (d / "stackscan").is_file())
     return outdir / "stackscan"
 
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--print-path", action="store_true",
-                    help="print the binary's path on stdout")
-    args = ap.parse_args()
-    binary = build()
-    if args.print_path:
-        print(binary)
+    builder_main(build, __doc__, "--print-path", "the binary's path")
 
 
 if __name__ == "__main__":
