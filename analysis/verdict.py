@@ -94,13 +94,13 @@ def _fmt(x):
     return "inf" if x == math.inf else f"{x:.3g}"
 
 
-def _more_failures(k1, k2, phi, margin):
-    """Failures still needed, at the observed ratio and split, before the
+def _more_failures(k1, n1, k2, n2, phi, margin):
+    """Failures still needed, at the observed rates and split, before the
     interval is narrow enough for one of the two decisions.  Exposure
     scaled by s divides the variance of the log ratio by s."""
     a, b = max(k1, 0.5), max(k2, 0.5)
     var = phi * (1 / a + 1 / b)
-    dist = abs(math.log(a / b))
+    dist = abs(math.log((a / n1) / (b / n2)))
     room = math.log1p(margin) - dist
     scales = []
     if dist > 0:
@@ -135,7 +135,7 @@ def compare(a, b, margin=0.25, names=("a", "b"), phi=None):
         text = (f"equivalent within {band}: 90% CI {_fmt(lo90)}-{_fmt(hi90)} "
                 f"({evidence})")
     else:
-        kind, more = "undecided", _more_failures(k1, k2, phi, margin)
+        kind, more = "undecided", _more_failures(k1, n1, k2, n2, phi, margin)
         text = (f"undecided: about {more} more failures needed to decide "
                 f"between a difference and equivalence within {band} ({evidence})")
     return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, margin, more, text)

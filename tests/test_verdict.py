@@ -82,6 +82,19 @@ def test_the_more_failures_estimate_is_enough_to_decide():
     assert bigger.kind == "equivalent", bigger.text
 
 
+def test_the_estimate_uses_rates_not_counts():
+    # The fresh demo's flavour comparison: 87 failures in 9.5 M calls
+    # against 146 in 23.4 M, rate ratio 1.46.
+    a, b = [(87, 9.5 * M)], [(146, 23.4 * M)]
+    v = verdict.compare(a, b, phi=2.5)
+    assert v.kind == "undecided" and v.ratio > 1.4
+    assert 30 < v.more < 200
+    s = 1.2 * (1 + v.more / 233)
+    bigger = verdict.compare([(round(87 * s), 9.5 * M * s)],
+                             [(round(146 * s), 23.4 * M * s)], phi=2.5)
+    assert bigger.kind == "differs", bigger.text
+
+
 def test_precision_of_a_rate():
     r = verdict.rate([(45, M)])
     assert 0.25 < r.half_width() < 0.35
