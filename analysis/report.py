@@ -38,9 +38,10 @@ def _html_table(rows):
 
 
 def _md(value):
-    """Text for markdown: HTML-escaped, and markdown's own syntax (links,
-    images, emphasis, code, tables) backslash-escaped."""
-    return re.sub(r"([\\`*_\[\]()!|#])", r"\\\1",
+    """Text for markdown: HTML-escaped (no raw tags, no <autolinks>), and
+    the characters of markdown's own syntax backslash-escaped: brackets
+    (no link or image can form), emphasis, code and table pipes."""
+    return re.sub(r"([\\`*_\[\]|])", r"\\\1",
                   html.escape(str(value), quote=False)).replace("\n", " ")
 
 
