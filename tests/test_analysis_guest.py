@@ -1,10 +1,9 @@
 """chkwin-analyze on a real gcc49 guest run of the lab.
 
-One record run (unpatched, the window emulated, inode-load, the loader's
-20 kHz sampler as an extra interrupt source: 6 failures in 120 s measured,
-so 180 s expects about 9 and a run without one is p ~ 1e-4).  Every
-failure must be traced to a window interrupt, and the offset heat map must
-have arrivals in the window column.
+The unpatched recorded gcc49 boot the loader's tests use too
+(guest.recorded_gcc49: inode-load under the loader with its 20 kHz
+sampler).  Every failure must be traced to a window interrupt, and the
+offset heat map must have arrivals in the window column.
 """
 
 import json
@@ -14,7 +13,7 @@ import sys
 
 import pytest
 
-from guest import boot
+from guest import recorded_gcc49
 from kernels import PY, REPO
 
 sys.path.insert(0, str(REPO / "analysis"))
@@ -25,15 +24,12 @@ import heatmap  # noqa: E402
 
 ANALYZE = REPO / "analysis" / "chkwin-analyze"
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
-APPEND = "ext4.chksum_window=gcc49 chkwin.workload=inode-load chkwin.loader=-F,20000"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gcc49-record")
-    r = boot(out, "unpatched", "record", "--duration", "180", "--append", APPEND)
-    assert r.proc.returncode == 0, r.proc.stderr + r.console[-3000:]
-    assert (out / "log.bin").exists(), r.console[-3000:]
+    r = recorded_gcc49(tmp_path_factory, "unpatched")
+    assert (r.out / "log.bin").exists(), r.console[-3000:]
     return r
 
 
