@@ -54,6 +54,38 @@ def load(top):
     return doc
 
 
+def pool(docs, names):
+    """Several runs of one experiment as one record: the same conditions,
+    every run's boots (their directories prefixed by the run's), the
+    first run's settings.  Runs with other conditions do not pool."""
+    first = docs[0]
+    runs = [pathlib.Path(n).resolve() for n in names]
+    if len(set(runs)) != len(runs):
+        raise ExperimentError("a run is named twice")
+    for doc, name in zip(docs[1:], names[1:]):
+        if doc["conditions"] != first["conditions"]:
+            raise ExperimentError(f"{name}: not the conditions of {names[0]}")
+    boots = [dict(b, dir=f"{pathlib.Path(name).name}/{b['dir']}")
+             for doc, name in zip(docs, names) for b in doc["boots"]]
+    return dict(first, boots=boots, seed=[d["seed"] for d in docs])
+
+
+def boot_rates(doc):
+    """Lines of every counting gcc49 boot, in the order they ran: round,
+    slot, failures per million calls and calls per guest second (how fast
+    the host let the guest run), for looking at order and host load."""
+    lines = [f"{'boot':<40} {'round.slot':>10} {'failures':>8} {'per 1M calls':>12} "
+             f"{'calls/s':>8}"]
+    for b in doc["boots"]:
+        c = next(c for c in doc["conditions"] if c["name"] == b["condition"])
+        if c["kind"] == "counting" and c["window"] == "gcc49" and not c["singlestep"]:
+            lines.append(f"{b['dir']:<40} {b['round']:>7}.{b['slot']:<2} "
+                         f"{b['failures_total']:>8} "
+                         f"{b['failures_total'] / b['calls'] * PER:>12.2f} "
+                         f"{b['calls'] / b['guest_seconds']:>8.0f}")
+    return lines
+
+
 def recorded_dirs(doc):
     """log.bin of every recorded boot, relative to the experiment's directory,
     in the experiment's order of conditions."""

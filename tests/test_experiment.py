@@ -113,3 +113,28 @@ def test_a_damaged_experiment_record_is_one_line(tmp_path):
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode != 0
     assert proc.stderr.count("\n") == 1 and "not an experiment record" in proc.stderr
+
+
+def test_pool_adds_the_boots_of_several_runs(tmp_path):
+    runs = []
+    for n, boots in enumerate((balanced([5, 3], [4, 6]), balanced([30, 28], [29, 31]))):
+        top = tmp_path / f"run{n}"
+        top.mkdir()
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS)))
+        runs.append(str(top))
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool", *runs],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "verdict: the emulated window and the failures: differs" in proc.stdout
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("unpatched-gcc49"))
+    assert row.split()[1] == "4" and row.split()[2] == "66"
+    assert "run1/unpatched-gcc49-2" in proc.stdout
+    twice = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
+                            runs[0], runs[0]], capture_output=True, text=True)
+    assert twice.returncode == 1 and "named twice" in twice.stderr
+    other = doc(balanced([5], [4]), CONDS[:2])
+    (tmp_path / "run2").mkdir()
+    (tmp_path / "run2" / "experiment.json").write_text(json.dumps(other))
+    mixed = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
+                            runs[0], str(tmp_path / "run2")], capture_output=True, text=True)
+    assert mixed.returncode == 1 and "not the conditions of" in mixed.stderr
