@@ -208,7 +208,13 @@ class Experiment:
             return not done or sum(n for _, n in self.counts(c["name"])) < needed
         if len(done) < self.args.min_boots:
             return True
-        return verdict.rate(self.counts(c["name"])).half_width() > self.args.precision
+        # The spread between boots as the analysis sees it: pooled over
+        # every counting condition (two agreeing boots of one condition
+        # say little about it).
+        phi = verdict.dispersion(*(self.counts(d["name"]) for d in self.conds
+                                   if d["kind"] in ("counting", "dose")))
+        rate = verdict.rate(self.counts(c["name"]), phi=phi)
+        return rate.half_width() > self.args.precision
 
     def seconds(self, c):
         if c["singlestep"]:
