@@ -226,12 +226,13 @@ def recorded_table(rows):
 def dose(doc):
     """Failures per million calls against window width on the dose
     flavour: a weighted least-squares line through the origin (weights
-    from each point's overdispersed Poisson variance).  None without a
-    sweep."""
+    from each point's Poisson variance times the experiment's dispersion).
+    None without a sweep."""
     sweep = _cond(doc, kind="dose")
     if not sweep:
         return None
     flavour = sweep[0]["flavour"]
+    phi = dispersion(doc)
     points = []
     for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False):
         if c["kind"] not in ("counting", "dose"):
@@ -240,7 +241,6 @@ def dose(doc):
         if not boots:
             continue
         k, n = verdict.pooled(boots)
-        phi = verdict.dispersion(boots)
         y = k / n * PER
         var = phi * max(k, 1) / n ** 2 * PER ** 2
         points.append((c["width"], y, var, k, n))

@@ -41,6 +41,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "analysis"))
 from cachedir import die  # noqa: E402
+import experiment  # noqa: E402
 import verdict  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -211,8 +212,7 @@ class Experiment:
         # The spread between boots as the analysis sees it: pooled over
         # every counting condition (two agreeing boots of one condition
         # say little about it).
-        phi = verdict.dispersion(*(self.counts(d["name"]) for d in self.conds
-                                   if d["kind"] in ("counting", "dose")))
+        phi = experiment.dispersion({"conditions": self.conds, "boots": self.boots})
         rate = verdict.rate(self.counts(c["name"]), phi=phi)
         return rate.half_width() > self.args.precision
 
