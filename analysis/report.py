@@ -88,9 +88,10 @@ def _log_sections(outdir, runs):
     for n, (path, log, corr) in enumerate(runs, 1):
         sub = outdir / f"log{n}"
         heatmap.write_all(log, corr, sub)
-        s = summary.summarize(log, path, corr)
+        name = _name(path, outdir)
+        s = summary.summarize(log, name, corr)
         stext = summary.text(s)
-        title = f"Log {n}: {_name(path, outdir)}" + (" (truncated)" if s["truncated"] else "")
+        title = f"Log {n}: {name}" + (" (truncated)" if s["truncated"] else "")
         h += [f"<h2>{_esc(title)}</h2>", f"<pre>{_esc(stext)}</pre>",
               "<h3>Failures</h3>", _html_table(failure_rows(corr)),
               "<h3>Arrivals by instruction offset</h3>", _img(sub / "offset.png"),
