@@ -34,5 +34,8 @@ def run_together(args, env, n=2):
     """Start n copies of the command at once; their CompletedProcesses."""
     procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env) for _ in range(n)]
-    return [subprocess.CompletedProcess(args, p.returncode, *p.communicate())
-            for p in procs]
+    done = []
+    for p in procs:
+        out, err = p.communicate()
+        done.append(subprocess.CompletedProcess(args, p.returncode, out, err))
+    return done
