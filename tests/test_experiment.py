@@ -139,3 +139,40 @@ def test_pool_adds_the_boots_of_several_runs(tmp_path):
     mixed = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
                             runs[0], str(tmp_path / "run2")], capture_output=True, text=True)
     assert mixed.returncode == 1 and "not the conditions of" in mixed.stderr
+
+
+def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
+    """synthlog: k failing igets with a window arrival in one of their calls
+    (seed and inode alternately), m failing without one, each of those m
+    beside a window arrival in the other CPU's call, which did not fail."""
+    import chkwinlog
+    import correlate
+    import fsgeom
+    import synthlog
+    k, m = 4, 2
+    s = synthlog.generate(igets=3000, k=k, m=m, seed=5)
+    path = tmp_path / "rec-1" / "log.bin"
+    path.parent.mkdir()
+    s.write(path)
+    geo = tmp_path / "disk.json"
+    geo.write_text(json.dumps(synthlog.GEOMETRY))
+    log = chkwinlog.read(path)
+    corr = correlate.Correlation(log, fsgeom.from_json(geo))
+    calls = int(log.trailer["count.chksum"])
+    rec = cond("unpatched-gcc49-recorded", "unpatched", "gcc49", "recorded")
+    b = boot(rec["name"], 1, k, calls, 1)
+    b["dir"] = "rec-1"
+    d = doc([b], [rec])
+    (row,) = experiment.recorded(d, {"rec-1": (log, corr)})
+    assert row["window_calls"] == k + m
+    assert row["window_arrivals"] == k + m
+    assert row["timing"] == (k + m) / calls * 1e6
+    assert row["timing_ci"][0] < row["timing"] < row["timing_ci"][1]
+    assert row["logged_failures"] == k + m and row["attributed"] == k
+    assert row["mechanism"] == k / (k + m)
+    assert row["window_by_caller"] == {"EXT4_CHKSUM_SEED": k // 2,
+                                       "EXT4_CHKSUM_INODE": k // 2 + m}
+    # Window arrivals land on the load, as under TCG.
+    assert synthlog.WINDOW[1] - synthlog.FUNC1[1] in row["gcc49_offsets"]
+    lines = dict(experiment.decisions(d, experiment.conditions(d), [row], None))
+    assert lines["attribution"].startswith(f"{k} of {k + m} inode checksum failures")
