@@ -90,15 +90,17 @@ def recorded_dirs(doc):
     """log.bin of every recorded boot, relative to the experiment's directory,
     in the experiment's order of conditions."""
     return [f"{b['dir']}/log.bin" for c in _cond(doc, kind="recorded")
-            for b in _boots(doc, c["name"])]
+            for b in boots_of(doc, c["name"])]
 
 
-def _boots(doc, name):
+def boots_of(doc, name):
+    """A condition's boots, in the order they ran."""
     return [b for b in doc["boots"] if b["condition"] == name]
 
 
-def _counts(boots):
-    return [(b["failures_total"], b["calls"]) for b in boots]
+def counts(doc, name):
+    """[(failures, calls)] of a condition's boots: what verdict.py pools."""
+    return [(b["failures_total"], b["calls"]) for b in boots_of(doc, name)]
 
 
 def _cond(doc, **want):
@@ -114,7 +116,7 @@ def dispersion(doc):
     """The experiment's boot-to-boot dispersion: the spread of boots within
     each counting condition, pooled over the conditions (two boots of one
     condition alone give a very noisy estimate)."""
-    return verdict.dispersion(*(_counts(_boots(doc, c["name"]))
+    return verdict.dispersion(*(counts(doc, c["name"])
                                 for c in doc["conditions"]
                                 if c["kind"] in ("counting", "dose")))
 
@@ -125,8 +127,8 @@ def conditions(doc):
     rows = []
     phi = dispersion(doc)
     for c in doc["conditions"]:
-        boots = _boots(doc, c["name"])
-        r = verdict.rate(_counts(boots), phi=phi)
+        boots = boots_of(doc, c["name"])
+        r = verdict.rate(counts(doc, c["name"]), phi=phi)
         kinds = {}
         for b in boots:
             for k, n in b["failures"].items():
@@ -163,7 +165,7 @@ def recorded(doc, runs):
     directory name to its (log, correlation)."""
     rows = []
     for c in _cond(doc, kind="recorded"):
-        for b in _boots(doc, c["name"]):
+        for b in boots_of(doc, c["name"]):
             if b["dir"] not in runs:
                 continue
             log, corr = runs[b["dir"]]
@@ -237,7 +239,7 @@ def dose(doc):
     for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False):
         if c["kind"] not in ("counting", "dose"):
             continue
-        boots = _counts(_boots(doc, c["name"]))
+        boots = counts(doc, c["name"])
         if not boots:
             continue
         k, n = verdict.pooled(boots)
@@ -294,14 +296,14 @@ def dose_plot(d, path):
     plt.close(fig)
 
 
-def decisions(doc, rows, rec, d):
+def decisions(doc, rec, d):
     """The verdict lines, most important first."""
     margin = doc["settings"]["margin"]
     phi = dispersion(doc)
     out = []
 
     def pooled_over(conds):
-        return [x for c in conds for x in _counts(_boots(doc, c["name"]))]
+        return [x for c in conds for x in counts(doc, c["name"])]
 
     gcc49 = pooled_over(_cond(doc, kind="counting", window="gcc49", singlestep=False))
     off = pooled_over(_cond(doc, kind="counting", window="off"))

@@ -138,7 +138,7 @@ def write_experiment(outdir, doc, runs):
     rows = experiment.conditions(doc)
     rec = experiment.recorded(doc, by_dir)
     dose = experiment.dose(doc)
-    lines = experiment.decisions(doc, rows, rec, dose)
+    lines = experiment.decisions(doc, rec, dose)
     seed = doc["seed"]
     s = doc["settings"]
     design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "

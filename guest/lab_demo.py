@@ -172,9 +172,10 @@ class Experiment:
         self.boots = []
         self.started = time.monotonic()
 
-    def save(self):
+    def doc(self):
+        """The experiment record (analysis/experiment.py reads it)."""
         a = self.args
-        doc = {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
+        return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
                "settings": {"boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
                             "record_seconds": a.record_seconds,
@@ -183,16 +184,17 @@ class Experiment:
                             "budget_minutes": a.budget, "dose_boots": a.dose_boots,
                             "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
                             "workload": a.workload}}
+
+    def save(self):
         tmp = self.top / ".experiment.json.tmp"
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        tmp.write_text(json.dumps(self.doc(), indent=1) + "\n")
         os.replace(tmp, self.top / "experiment.json")
 
     def of(self, name):
-        return [b for b in self.boots if b["condition"] == name]
+        return experiment.boots_of(self.doc(), name)
 
     def counts(self, name):
-        """[(failures, calls)] of a counting condition's boots."""
-        return [(b["failures_total"], b["calls"]) for b in self.of(name)]
+        return experiment.counts(self.doc(), name)
 
     def wants(self, c):
         """Whether condition c needs another boot."""
@@ -212,7 +214,7 @@ class Experiment:
         # The spread between boots as the analysis sees it: pooled over
         # every counting condition (two agreeing boots of one condition
         # say little about it).
-        phi = experiment.dispersion({"conditions": self.conds, "boots": self.boots})
+        phi = experiment.dispersion(self.doc())
         rate = verdict.rate(self.counts(c["name"]), phi=phi)
         return rate.half_width() > self.args.precision
 

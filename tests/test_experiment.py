@@ -47,7 +47,7 @@ def balanced(per_boot_u, per_boot_p):
 
 def test_window_differs_and_flavour_is_undecided_on_few_failures():
     d = doc(balanced([5, 3], [4, 6]), CONDS)
-    lines = dict(experiment.decisions(d, experiment.conditions(d), [], None))
+    lines = dict(experiment.decisions(d, [], None))
     assert "differs (gcc49/off inf" in lines["window"]
     assert "undecided: about" in lines["flavour"]
     assert "does not change" not in " ".join(lines.values())
@@ -55,7 +55,7 @@ def test_window_differs_and_flavour_is_undecided_on_few_failures():
 
 def test_flavour_equivalent_with_many_failures():
     d = doc(balanced([300, 310, 305, 298], [302, 296, 309, 301]), CONDS)
-    lines = dict(experiment.decisions(d, experiment.conditions(d), [], None))
+    lines = dict(experiment.decisions(d, [], None))
     assert "equivalent within +-25%" in lines["flavour"], lines["flavour"]
 
 
@@ -84,7 +84,7 @@ def test_dose_slope_through_the_origin():
     assert [p["width"] for p in dose["points"]] == [1, 2, 4, 8]
     assert abs(dose["slope"] - 10) < 1e-6
     assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99
-    lines = dict(experiment.decisions(d, experiment.conditions(d), [], dose))
+    lines = dict(experiment.decisions(d, [], dose))
     assert lines["dose"].startswith("failures per 1M calls rises with the window width")
 
 
@@ -174,5 +174,5 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
                                        "EXT4_CHKSUM_INODE": k // 2 + m}
     # Window arrivals land on the load, as under TCG.
     assert synthlog.WINDOW[1] - synthlog.FUNC1[1] in row["gcc49_offsets"]
-    lines = dict(experiment.decisions(d, experiment.conditions(d), [row], None))
+    lines = dict(experiment.decisions(d, [row], None))
     assert lines["attribution"].startswith(f"{k} of {k + m} inode checksum failures")
