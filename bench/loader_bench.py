@@ -11,6 +11,7 @@ the fallback make sense.  Prints a Markdown section.
 """
 
 import argparse
+import json
 import pathlib
 import re
 import statistics
@@ -25,10 +26,10 @@ PY = "/usr/bin/python3"
 NAMES = {"chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
          "tracefs": "tracefs events, trace_pipe_raw"}
 RATES = "2000,5000,10000,20000,50000"
-PIECE_RE = re.compile(r"^bench-piece: (\w+) (\d+) (\d+) ([\d.]+) (\d+) (\d+) (\d+)(?: (\d+))?$",
-                      re.M)
-RATE_RE = re.compile(r"^bench-rate: (\d+) (\d+) ([\d.]+) chkwin: signal: (\d+) checksum calls, "
-                     r"\d+ window hits, (\d+) lost records, (\d+) records in ([\d.]+) s", re.M)
+# guest/scenarios/loader-bench's lines; JSON is chkwin's closing record
+# (loader/chkwin.c) or the same keys from the other tracers.
+PIECE_RE = re.compile(r"^bench-piece: (\w+) (\d+) (\d+) ([\d.]+) (\d+) (\{.*\})\s*$", re.M)
+RATE_RE = re.compile(r"^bench-rate: (\d+) (\d+) ([\d.]+) (\{.*\})\s*$", re.M)
 
 
 def spread(values, fmt):
@@ -61,14 +62,29 @@ def boot(args, out, root="initramfs", extra="", slack=300):
     return console
 
 
+def closing_record(text, name):
+    """A piece's closing record; exits with a one-line error if it is not
+    one (the keys every tracer fills, as integers)."""
+    try:
+        found = json.loads(text)
+        if all(isinstance(found.get(k), int) for k in ("records", "lost", "checksum_calls")):
+            return found
+    except ValueError:
+        pass
+    sys.exit(f"{name}: error: a bench line carries no closing record: {text[:80]}")
+
+
 def parse_pieces(console, args, name):
     """The bench-piece lines: {(mode, round): figures}, and the rounds;
     exits with a one-line error unless every round has every mode."""
     pieces = {}
-    for mode, rnd, passes, seconds, nbytes, events, lost, calls in PIECE_RE.findall(console):
+    for mode, rnd, passes, seconds, nbytes, result in PIECE_RE.findall(console):
+        found = closing_record(result, name)
         pieces[mode, int(rnd)] = dict(rate=int(passes) / float(seconds), passes=int(passes),
-                                      bytes=int(nbytes), events=int(events), lost=int(lost),
-                                      calls=int(calls or 0), seconds=float(seconds))
+                                      bytes=int(nbytes), events=found["records"],
+                                      lost=found["lost"], calls=found["checksum_calls"],
+                                      window_hits=found.get("window_hits", 0),
+                                      seconds=float(seconds))
     rounds = sorted({r for m, r in pieces if m == "off"})
     if len(rounds) != args.rounds or any((m, r) not in pieces or not pieces[m, r]["passes"]
                                          for m in ["off"] + args.modes for r in rounds):
@@ -130,10 +146,11 @@ def main():
             rows.append((f"{name}: added guest time per checksum call, median",
                          f"{statistics.median(cost):.1f} us" if cost else "no calls"))
     best = None
-    for hz, _, _, _, lost, records, seconds in RATE_RE.findall(console):
-        rate = int(records) / float(seconds)
+    for hz, _, _, result in RATE_RE.findall(console):
+        found = closing_record(result, "loader_bench")
+        rate, lost = found["records"] / found["seconds"], found["lost"]
         rows.append((f"chkwin -F {hz} (sampler): records/s, lost", f"{rate:.0f}/s, {lost}"))
-        if int(lost) == 0 and (best is None or rate > best[0]):
+        if lost == 0 and (best is None or rate > best[0]):
             best = (rate, hz)
     if args.rates:
         rows.append(("highest record rate with zero loss",

@@ -152,7 +152,7 @@ def main():
         rows.append(("perf: arrivals from call chains (frame after el1h_64_irq), top",
                      describe(normalise_offsets(arrivals(found["perf"])))))
     if "chkwin" in args.modes:
-        hits = sum(map(int, found["chkwin"].get("window_hits", [])))
+        hits = sum(pieces["chkwin", r]["window_hits"] for r in rounds)
         rows.append(("chkwin: window hits (all rounds)", str(hits)))
     intro = (f"One boot of `{args.flavour}` (window {args.window}) on the Debian root, "
              f"{args.seconds} s pieces of the inode loop, the tracers in turn in every "

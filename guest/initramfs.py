@@ -129,7 +129,9 @@ def collect(adds, scratch):
     put("init", stat.S_IFREG | 0o755, (GUEST_DIR / "init").read_bytes())
     scenarios = sorted((GUEST_DIR / "scenarios").iterdir())
     for path in scenarios:
-        put(f"scenarios/{path.name}", stat.S_IFREG | 0o755, path.read_bytes())
+        # _lib.sh is sourced by the others: not executable, so not a scenario.
+        mode = 0o644 if path.name.startswith("_") else 0o755
+        put(f"scenarios/{path.name}", stat.S_IFREG | mode, path.read_bytes())
     put("bin/loadgen", stat.S_IFREG | 0o755, loadgen_binary())
     put("bin/chkwin", stat.S_IFREG | 0o755,
         (loaderbuild.build() / "aarch64" / "chkwin").read_bytes())

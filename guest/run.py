@@ -32,6 +32,8 @@ STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
 CALLS_RE = re.compile(r"^CHKWIN-CALLS (\d+)\s*$", re.M)
 PANIC_RE = re.compile(r"^.*Kernel panic - not syncing.*$", re.M)
 UPTIME_RE = re.compile(r"^\[\s*(\d+\.\d+)\]", re.M)
+# chkwin's closing record (loader/chkwin.c), as a scenario passes it on.
+RESULT_RE = re.compile(r"^chkwin: result (\{.*\})\s*$", re.M)
 # The scenario goes on the kernel command line as one word.
 SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -110,6 +112,17 @@ class Console:
 def stop(proc):
     proc.kill()
     proc.wait()
+
+
+def chkwin_result(text):
+    """The last closing record chkwin printed on the console, or None (a
+    line cut by a dying guest does not parse and does not count)."""
+    for line in reversed(RESULT_RE.findall(text)):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
 
 
 def watch(proc, console, timeout):
@@ -259,7 +272,8 @@ def main():
               "checksum_invalid": failures["inode"],
               "checksum_failures": failures,
               "checksum_failures_total": sum(failures.values()),
-              "checksum_calls": int(calls[-1]) if calls else None}
+              "checksum_calls": int(calls[-1]) if calls else None,
+              "chkwin": chkwin_result(text)}
     tmp = args.out / ".status.json.tmp"
     tmp.write_text(json.dumps(status, indent=2) + "\n")
     os.replace(tmp, args.out / "status.json")

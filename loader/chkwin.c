@@ -228,6 +228,35 @@ static int write_header(struct run *r, uint64_t started)
 	return err;
 }
 
+/*
+ * The closing lines: one for people, then one JSON record for scripts
+ * (scenarios forward it to the host, which parses it).
+ */
+static void closing_lines(const struct run *r, const struct chkwin_counts *counts,
+			  const char *ending)
+{
+	unsigned long long calls = counts->v[CHKWIN_CNT_CHKSUM];
+	unsigned long long hits = counts->v[CHKWIN_CNT_CHKSUM_WINDOW];
+	unsigned long long lost = chkwin_counts_lost(counts);
+	unsigned long long records = 0;
+	double seconds = (double)(now_ns() - r->started) / 1e9;
+	int i;
+
+	for (i = 0; i < CHKWIN_REC_TYPES; i++)
+		records += r->seen[i];
+	fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records, %llu records in %.1f s%s%s\n",
+		ending, calls, hits, lost, records, seconds,
+		r->log ? ", log " : "", r->log ? r->log->path : "");
+	fprintf(stderr, "chkwin: result {\"ending\": \"%s\", \"checksum_calls\": %llu, "
+		"\"window_hits\": %llu, \"lost\": %llu, \"records\": %llu, \"seconds\": %.3f, \"log\": ",
+		ending, calls, hits, lost, records, seconds);
+	if (r->log)
+		json_str(stderr, r->log->path, strlen(r->log->path));
+	else
+		fputs("null", stderr);
+	fputs("}\n", stderr);
+}
+
 static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 {
 	struct chkwin_counts counts;
@@ -249,19 +278,8 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
 		text_free(&t);
 	}
-	if (!err) {
-		uint64_t records = 0;
-		int i;
-
-		for (i = 0; i < CHKWIN_REC_TYPES; i++)
-			records += r->seen[i];
-		fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records, %llu records in %.1f s%s%s\n",
-			ending, (unsigned long long)counts.v[CHKWIN_CNT_CHKSUM],
-			(unsigned long long)counts.v[CHKWIN_CNT_CHKSUM_WINDOW],
-			(unsigned long long)chkwin_counts_lost(&counts),
-			(unsigned long long)records, (double)(now_ns() - r->started) / 1e9,
-			r->log ? ", log " : "", r->log ? r->log->path : "");
-	}
+	if (!err)
+		closing_lines(r, &counts, ending);
 	free(hist);
 	return err;
 }

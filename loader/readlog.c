@@ -11,6 +11,7 @@
 #include "logfile.h"
 #include "readlog.h"
 #include "stats.h"
+#include "text.h"
 
 #define MAX_FIELDS 16
 
@@ -114,25 +115,6 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 	return n;
 }
 
-/* JSON string body: the log's strings are plain, but escape to be safe. */
-static void json_str(const char *s, size_t len)
-{
-	size_t i;
-
-	putchar('"');
-	for (i = 0; i < len && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < ' ' || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 {
 	const struct reader *rd = ctx;
@@ -157,7 +139,7 @@ static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 		for (i = 0; i < n; i++) {
 			printf(",\"%s\":", f[i].name);
 			if (f[i].is_str)
-				json_str(f[i].val, sizeof(f[i].val));
+				json_str(stdout, f[i].val, sizeof(f[i].val));
 			else
 				fputs(f[i].val, stdout);
 		}
@@ -199,9 +181,9 @@ static void print_text_block(enum chkwin_format format, const char *what,
 			printf("# %s %.*s\n", what, (int)(line_end - p), p);
 		} else if (eq) {
 			printf("%s", first ? "" : ",");
-			json_str(p, (size_t)(eq - p));
+			json_str(stdout, p, (size_t)(eq - p));
 			putchar(':');
-			json_str(eq + 1, (size_t)(line_end - eq - 1));
+			json_str(stdout, eq + 1, (size_t)(line_end - eq - 1));
 			first = 0;
 		}
 		p = line_end + 1;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A growing string for the log's key=value header and trailer. */
+/* A growing string for the log's key=value header and trailer; JSON strings. */
 #ifndef CHKWIN_TEXT_H
 #define CHKWIN_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct text {
 	char *buf;
@@ -17,5 +18,7 @@ void text_add(struct text *t, const char *fmt, ...);
 /* key=value with the value's newlines and control bytes turned to spaces. */
 void text_kv(struct text *t, const char *key, const char *value);
 void text_free(struct text *t);
+/* A JSON string of at most len bytes of s (it may end sooner at a NUL). */
+void json_str(FILE *out, const char *s, size_t len);
 
 #endif /* CHKWIN_TEXT_H */

@@ -103,6 +103,20 @@ def test_attaches_in_tracepoint_mode_and_loses_nothing(gcc49_run):
         assert int(log.trailer[f"records.{kind}"]) == log.counts[kind], kind
 
 
+def test_closing_record_agrees_with_the_log(gcc49_run):
+    """The JSON closing line scripts parse (status.json keeps it) says what
+    the log's trailer says."""
+    run, log = gcc49_run
+    result = run.status["chkwin"]
+    assert result, run.console[-3000:]
+    assert result["ending"] == log.trailer["ending"]
+    assert result["checksum_calls"] == int(log.trailer["count.chksum"]) > 0
+    assert result["window_hits"] == int(log.trailer["count.chksum_window"])
+    assert result["records"] == sum(log.counts.values())
+    assert result["lost"] == 0
+    assert result["log"].startswith("/dev/vport")
+
+
 def test_every_kernel_failure_is_in_the_log_with_its_window_hit(gcc49_run):
     run, log = gcc49_run
     printed = {int(m) for m in FAILURE_RE.findall(run.console)}
