@@ -30,7 +30,7 @@ CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
 # Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
 WINDOW_KEYS = ["window", "window.exact"]
 
-F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH = 1, 2, 4, 8, 16
+F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
 CALLER_UNKNOWN = 0xFFFF
 FUNC_NONE = 0xFF
 
@@ -42,8 +42,9 @@ PAYLOADS = {
     "chksum": [("end_ns", "<u8", 0), ("seed", "<u4", 8), ("length", "<u4", 12),
                ("result", "<u4", 16), ("dev", "<u4", 20), ("caller", "<u2", 24),
                ("irqs", "<u2", 26)],
+    # caller and block only with F_METADATA (an inode verdict has neither).
     "verify": [("ino", "<u8", 0), ("dev", "<u4", 8), ("stored", "<u4", 12),
-               ("computed", "<u4", 16)],
+               ("computed", "<u4", 16), ("caller", "<u2", 20), ("block", "<u8", 24)],
     "iget": [("ino", "<u8", 0), ("dev", "<u4", 8), ("err", "<i4", 12)],
     "irq": [("pc", "<u8", 0), ("sp", "<u8", 8), ("end_ns", "<u8", 16),
             ("irq", "<u4", 24), ("offset", "<u2", 28), ("class", "u1", 30),

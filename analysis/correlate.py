@@ -1,24 +1,41 @@
 """Which interrupt corrupted which checksum.
 
 Arrivals (irq and sample records) are placed in the checksum call running
-on their CPU at that moment.  A failure (a verify mismatch, or iget's
--EFSBADCRC when the verify probe is absent) is traced back to the calls
-that computed it: the EXT4_CHKSUM_SEED and EXT4_CHKSUM_INODE calls of the
-same task since its previous verdict.  Seed calls count because a
-corrupted i_csum_seed fails the inode just as surely (5 of the 6 failures of
-the first real gcc49 run were seed calls, not the last inode call).
-The failure is attributed when one of those calls had a window arrival on
-its CPU.  Records come in commit order, so everything is sorted by ts.
+on their CPU at that moment.  A failure (a verify mismatch of any metadata
+kind, or iget's -EFSBADCRC when the verify probe is absent) is traced back
+to the calls that computed it: the calls of the same task since its
+previous verdict whose caller kind feeds this verdict's kind.  An inode
+verdict is fed by EXT4_CHKSUM_SEED and EXT4_CHKSUM_INODE calls (a corrupted
+i_csum_seed fails the inode just as surely: 5 of the 6 failures of the
+first real gcc49 run were seed calls), any other verdict by calls of its
+own kind (a directory block by EXT4_CHKSUM_DIR calls, ...).  The failure
+is attributed when one of those calls had a window arrival on its CPU.
+
+The converse: every call with a window arrival is followed to the next
+verdict of its task.  If that verdict is of a kind the call feeds, it
+failed or matched; otherwise the result was never verified (it was stored,
+or fed nothing this log sees).  Records come in commit order, so everything
+is sorted by ts.
 """
 
 import numpy as np
 
 import chkwinlog
-from chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_MISMATCH
+from chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
 WINDOW_CLASS = chkwinlog.CLASSES.index("window")
 EFSBADCRC = -74
-VERDICT_CALLERS = ("EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE")
+INODE_CALLERS = ("EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE")
+INODE_KIND = -1  # a verdict's kind: the feeding caller id, or this for an inode
+OUTCOMES = ("failed", "matched", "not verified")
+
+
+def kind_name(caller_names, kind):
+    """A verdict kind as a short name: inode, dir, extent, bitmap, ..."""
+    if kind == INODE_KIND:
+        return "inode"
+    name = caller_names.get(int(kind), str(int(kind)))
+    return name.removeprefix("EXT4_CHKSUM_").lower()
 
 
 def table(log, kind, names, where=None):
@@ -104,13 +121,21 @@ def _containing_call(calls, recs):
 
 
 def verdicts(log):
-    """(records, source) of the inode checksum failures in the log, by ts."""
+    """(records, source) of the checksum failures in the log, by ts: verify
+    mismatches of every kind, or iget's when the verify probe is absent."""
     if log.header.get("mode.verify", "absent") not in ("absent", "off"):
         kind, bad = "verify", lambda r: (log.field("verify", "flags", r) & F_MISMATCH) != 0
     else:
         kind, bad = "iget", lambda r: log.field("iget", "err", r) == EFSBADCRC
     rows = table(log, kind, [], bad)["row"]
     return [record(log, kind, r) for r in rows], kind
+
+
+def verdict_kind(rec, source):
+    """The kind of one verdict record (a metadata caller id, or INODE_KIND)."""
+    if source == "verify" and rec["flags"] & F_METADATA:
+        return int(rec["caller"])
+    return INODE_KIND
 
 
 class Correlation:
@@ -122,46 +147,84 @@ class Correlation:
         self.window_calls = np.unique(self.arrivals.call[self.arrivals.window])
         self.failing, self.source = verdicts(log)
         self.caller_names = log.callers()
-        wanted = {n for n, name in self.caller_names.items() if name in VERDICT_CALLERS}
-        self._verdict_calls, self._verdict_tids = self._calls_of_callers(wanted)
-        marks = np.concatenate([table(log, kind, ["tid"])[["tid", "ts"]]
-                                for kind in ("verify", "iget")])
-        self._marks = marks[np.lexsort((marks["ts"], marks["tid"]))]
+        self._inode_callers = np.array(
+            [n for n, name in self.caller_names.items() if name in INODE_CALLERS]
+            + [CALLER_UNKNOWN], np.int64)
+        # Every call, by task and (stable sort of ts-sorted calls) by ts, so a
+        # task's calls are one searchsorted away.
+        self._task_calls = np.argsort(self.calls["tid"], kind="stable").astype(np.uint32)
+        self._task_call_tids = self.calls["tid"][self._task_calls]
+        self._marks = self._verdict_marks()
         self.completions = table(
             log, "block", ["cpu", "sector", "nr_sectors", "dev"],
             lambda r: (log.field("block", "flags", r) & F_COMPLETE) != 0)
         self.failures = [self._failure(v) for v in self.failing]
+        self.window_outcomes = [self._outcome(int(i)) for i in self.window_calls]
 
-    def _calls_of_callers(self, wanted):
-        """Indexes of the calls that feed an inode verdict, sorted by tid
-        and, within a task (stable sort of ts-sorted calls), by ts; so a
-        task's calls are one searchsorted away.  Also their sorted tids."""
-        caller = self.calls["caller"]
-        keep = np.isin(caller, list(wanted)) | (caller == CALLER_UNKNOWN) \
-            if wanted else np.ones(len(caller), bool)
-        idx = np.nonzero(keep)[0].astype(np.uint32)
-        idx = idx[np.argsort(self.calls["tid"][idx], kind="stable")]
-        return idx, self.calls["tid"][idx]
+    def _verdict_marks(self):
+        """Every verdict (verify and iget records): tid, ts, kind and whether
+        it failed, sorted by task and ts."""
+        v = table(self.log, "verify", ["tid", "flags", "caller"])
+        g = table(self.log, "iget", ["tid", "err"])
+        marks = np.empty(len(v) + len(g), [("tid", "<u4"), ("ts", "<u8"),
+                                           ("kind", "<i8"), ("bad", "?")])
+        marks["tid"] = np.concatenate([v["tid"], g["tid"]])
+        marks["ts"] = np.concatenate([v["ts"], g["ts"]])
+        marks["kind"] = np.concatenate([
+            np.where(v["flags"] & F_METADATA, v["caller"].astype(np.int64), INODE_KIND),
+            np.full(len(g), INODE_KIND)])
+        marks["bad"] = np.concatenate([(v["flags"] & F_MISMATCH) != 0, g["err"] == EFSBADCRC])
+        return marks[np.lexsort((marks["ts"], marks["tid"]))]
+
+    def _feeds(self, callers, kind):
+        """Which of the calls' caller ids feed a verdict of this kind."""
+        callers = callers.astype(np.int64)
+        if kind == INODE_KIND:
+            return np.isin(callers, self._inode_callers)
+        return callers == kind
 
     def _task_slice(self, sorted_tids, tid):
         return (np.searchsorted(sorted_tids, tid, "left"),
                 np.searchsorted(sorted_tids, tid, "right"))
 
-    def _group(self, v):
-        """Calls of v's task that ended by v.ts and began after the task's
-        previous verdict (verify or iget record)."""
+    def _group(self, v, kind):
+        """Calls of v's task that feed its kind, ended by v.ts and began after
+        the task's previous verdict (verify or iget record)."""
         tid, ts = v["tid"], v["ts"]
         lo, hi = self._task_slice(self._marks["tid"], tid)
         k = lo + np.searchsorted(self._marks["ts"][lo:hi], ts, "left") - 1
         prev = int(self._marks["ts"][k]) if k >= lo else 0
-        lo, hi = self._task_slice(self._verdict_tids, tid)
-        mine = self._verdict_calls[lo:hi]
+        lo, hi = self._task_slice(self._task_call_tids, tid)
+        mine = self._task_calls[lo:hi]
         begin = self.calls["ts"][mine]
         group = mine[np.searchsorted(begin, prev, "right"):np.searchsorted(begin, ts, "right")]
-        return group[self.calls["end_ns"][group] <= ts]
+        group = group[self.calls["end_ns"][group] <= ts]
+        return group[self._feeds(self.calls["caller"][group], kind)]
+
+    def _outcome(self, call):
+        """What became of one window-hit call's result: (outcome, the kind
+        of verdict it fed or None)."""
+        tid, end = self.calls["tid"][call], self.calls["end_ns"][call]
+        lo, hi = self._task_slice(self._marks["tid"], tid)
+        k = lo + np.searchsorted(self._marks["ts"][lo:hi], end, "left")
+        caller = self.calls["caller"][call:call + 1]
+        if k < hi and self._feeds(caller, int(self._marks["kind"][k]))[0]:
+            kind = kind_name(self.caller_names, int(self._marks["kind"][k]))
+            return ("failed" if self._marks["bad"][k] else "matched"), kind
+        return "not verified", None
+
+    def outcomes_by_caller(self):
+        """{caller name: {outcome: window-hit calls}}."""
+        out = {}
+        for i, (outcome, _) in zip(self.window_calls, self.window_outcomes):
+            name = kind_name(self.caller_names, int(self.calls["caller"][i]))
+            mine = out.setdefault(name, dict.fromkeys(OUTCOMES, 0))
+            mine[outcome] += 1
+        return out
 
     def _failure(self, v):
-        group = self._group(v)
+        kind = verdict_kind(v, self.source)
+        group = self._group(v, kind)
         a = self.arrivals
         in_group = np.isin(a.call, group)
         hits = np.nonzero(in_group & a.window)[0]
@@ -170,8 +233,11 @@ class Correlation:
         else:
             call = int(group[-1]) if len(group) else None
         c = record(self.log, "chksum", self.calls["row"][call]) if call is not None else None
+        metadata = kind != INODE_KIND
         out = {
+            "kind": kind_name(self.caller_names, kind),
             "ino": int(v["ino"]), "dev": int(v["dev"]), "ts": int(v["ts"]),
+            "meta_block": int(v["block"]) if metadata else None,
             "cpu": int(v["cpu"]), "tid": int(v["tid"]), "source": self.source,
             "stored": int(v["stored"]) if self.source == "verify" else None,
             "computed": int(v["computed"]) if self.source == "verify" else None,
@@ -185,7 +251,15 @@ class Correlation:
             "window_arrivals": [self.arrival_dict(i) for i in hits
                                 if a.call[i] == call],
         }
-        out.update(self._block(v))
+        out.update(self._block(v) if not metadata else {"block_sector": None, "block": None})
+        return out
+
+    def by_kind(self):
+        """{kind: (failures, attributed)}."""
+        out = {}
+        for f in self.failures:
+            n, a = out.get(f["kind"], (0, 0))
+            out[f["kind"]] = (n + 1, a + f["attributed"])
         return out
 
     def arrival_dict(self, i):

@@ -18,6 +18,7 @@ import pathlib
 
 import numpy as np
 
+import correlate
 import verdict
 from poisson import binom_ci, poisson_ci
 
@@ -174,13 +175,6 @@ def recorded(doc, runs):
             arrivals = int(np.count_nonzero(corr.arrivals.window))
             fails = b["failures_total"]
             logged = len(corr.failures)
-            # The converse of attribution: what each window-hit call was
-            # checksumming, beside what the console says failed.
-            by_caller = {}
-            for i in corr.window_calls:
-                name = corr.caller_names.get(int(corr.calls["caller"][i]),
-                                             str(int(corr.calls["caller"][i])))
-                by_caller[name] = by_caller.get(name, 0) + 1
             timing = poisson_ci(hit_calls)
             mech = binom_ci(min(fails, hit_calls), hit_calls) if hit_calls else None
             a = corr.arrivals
@@ -193,7 +187,10 @@ def recorded(doc, runs):
                          "timing_ci": (timing[0] / calls * PER, timing[1] / calls * PER)
                          if calls else (math.nan, math.nan),
                          "failures": fails, "logged_failures": logged,
-                         "window_by_caller": by_caller,
+                         # The converse of attribution: what became of each
+                         # window-hit call's result, by what it checksummed.
+                         "window_outcomes": corr.outcomes_by_caller(),
+                         "logged_by_kind": corr.by_kind(),
                          # Instructions of the emulated code that arrivals
                          # landed before: only block starts, unless -singlestep.
                          "gcc49_offsets": sorted({int(o) for o in a.offset[emulated]}),
@@ -209,19 +206,21 @@ def recorded(doc, runs):
 def recorded_table(rows):
     out = [["boot", "checksum calls", "calls with a window arrival per 1M (95% CI)",
             "failures (console)", "failures per window call (95% CI)",
-            "window calls by caller", "console failures by kind",
-            "inode failures in the log after a window irq", "lost records"]]
+            "window calls by caller: failed / matched / not verified",
+            "console failures by kind",
+            "log failures by kind: after a window irq / all", "lost records"]]
     for r in rows:
         mech = "-" if r["mechanism"] is None else \
             f"{r['mechanism']:.2f} ({_ci(*r['mechanism_ci'])})"
         out.append([r["boot"], f"{r['calls']:,}",
                     f"{r['timing']:.3g} ({_ci(*r['timing_ci'])}), {r['window_calls']} calls",
                     str(r["failures"]), mech,
-                    ", ".join(f"{k} {n}" for k, n in sorted(r["window_by_caller"].items()))
-                    or "-",
+                    ", ".join(f"{k} {o['failed']}/{o['matched']}/{o['not verified']}"
+                              for k, o in sorted(r["window_outcomes"].items())) or "-",
                     ", ".join(f"{k} {n}" for k, n in sorted(r["failures_by_kind"].items()))
                     or "-",
-                    f"{r['attributed']}/{r['logged_failures']}", str(r["lost"])])
+                    ", ".join(f"{k} {a}/{n}" for k, (n, a) in sorted(r["logged_by_kind"].items()))
+                    or "-", str(r["lost"])])
     return out
 
 
@@ -324,9 +323,19 @@ def decisions(doc, rec, d):
         att = sum(r["attributed"] for r in win)
         logged = sum(r["logged_failures"] for r in win)
         share = f" ({100 * att / logged:.0f}%)" if logged else ""
-        out.append(("attribution", f"{att} of {logged} inode checksum failures in the "
-                                   f"recorded gcc49 boots follow an interrupt in the "
-                                   f"window{share}"))
+        kinds = {}
+        for r in win:
+            for k, (n, _) in r["logged_by_kind"].items():
+                kinds[k] = kinds.get(k, 0) + n
+        what = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+        fates = {o: sum(c[o] for r in win for c in r["window_outcomes"].values())
+                 for o in correlate.OUTCOMES}
+        out.append(("attribution", f"{att} of {logged} checksum failures"
+                                   f"{f' ({what})' if what else ''} in the recorded gcc49 "
+                                   f"boots follow an interrupt in the window{share}; "
+                                   f"of the calls with a window arrival {fates['failed']} "
+                                   f"failed, {fates['matched']} still matched and "
+                                   f"{fates['not verified']} were never verified"))
     for r in (r for r in rec if r["window"] == "gcc49-exact"):
         how = "-singlestep (one instruction a block)" if r["singlestep"] else \
             "multi-threaded TCG"

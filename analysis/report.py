@@ -58,12 +58,13 @@ def _md_table(rows):
 
 
 def failure_rows(corr):
-    rows = [["inode", "verdict ts (ns)", "cpu", "call", "window arrivals",
+    rows = [["kind", "inode", "block", "verdict ts (ns)", "cpu", "call", "window arrivals",
              "block completion cpu", "latency (ms)", "cross-CPU"]]
     known = corr.log.window_known()
     for f in corr.failures:
         b = f["block"]
-        rows.append([f["ino"], f["ts"], f["cpu"],
+        rows.append([f["kind"], f["ino"],
+                     "-" if f["meta_block"] is None else f["meta_block"], f["ts"], f["cpu"],
                      f["call"]["caller"] if f["call"] else "-",
                      (", ".join(f"{w['source']} +{w['offset_ns']} ns" for w in
                                 f["window_arrivals"]) or "none")

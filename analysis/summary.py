@@ -58,6 +58,7 @@ def summarize(log, path, corr=None):
     if corr is not None:
         out["failures"] = len(corr.failures)
         out["failures_attributed"] = corr.attributed() if known else None
+        out["failures_by_kind"] = {k: n for k, (n, _) in corr.by_kind().items()}
         out["failure_source"] = corr.source
         out["window_hit_calls"] = int(len(corr.window_calls)) if known else None
         out["arrivals_in_calls"] = len(corr.arrivals)
@@ -80,7 +81,9 @@ def text(s):
     lines.append("lost: " + (" ".join(f"{k}={v}" for k, v in lost.items())
                              if lost else "unknown (no trailer)"))
     if "failures" in s:
-        lines.append(f"failures ({s['failure_source']}): {s['failures']}, "
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(s["failures_by_kind"].items()))
+        lines.append(f"failures ({s['failure_source']}): {s['failures']}"
+                     + (f" ({kinds})" if kinds else "") + ", "
                      f"after a window interrupt: {_known(s['failures_attributed'])}; "
                      f"calls with a window arrival: {_known(s['window_hit_calls'])}")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,10 @@ iget return, with interrupts of every class in between.  Chosen igets fail:
 K of them with a window interrupt inside one of their calls (seed or inode,
 alternately), M with no window interrupt at all.  A window interrupt on the
 other CPU at the same moment checks that attribution stays on one CPU
-and with the failing call.
+and with the failing call.  With dirs=D, D directory-block reads fail with a
+window interrupt in their EXT4_CHKSUM_DIR call (metadata verdicts), one
+more has a window interrupt and still matches, and one EXT4_CHKSUM_BITMAP
+call with a window interrupt is never verified.
 """
 
 import struct
@@ -17,14 +20,15 @@ import zlib
 import numpy as np
 
 from chkwinlog import (CHUNK_HEAD, DTYPES, F_COMPLETE, F_HANDLED, F_IN_CHKSUM,
-                       F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, MAGIC, REC_SIZE,
-                       TYPE_IDS, TYPES, VERSION)
+                       F_METADATA, F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, MAGIC,
+                       REC_SIZE, TYPE_IDS, TYPES, VERSION)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
 WINDOW = (0xffffffc0082ab214, 0xffffffc0082ab218)
 DEV = 254 << 20
-CALLER_INODE, CALLER_SEED, CALLER_DIR = 3, 4, 6
+CALLER_BITMAP, CALLER_INODE, CALLER_SEED, CALLER_DIR = 2, 3, 4, 6
+DIR_INO, DIR_BLOCK = 2, 1234
 CALLERS = ["SUPERBLOCK", "GROUP_DESC", "BITMAP", "INODE", "SEED", "EXTENT",
            "DIR", "XATTR", "MMP", "ORPHAN", "FAST_COMMIT"]
 # Four groups, so that an inode's table block depends on its group.
@@ -103,10 +107,12 @@ def _raw(arr):
 class Synth:
     """The records of one synthetic run and the answers correlate must give."""
 
-    def __init__(self, records, expected, head):
+    def __init__(self, records, expected, head, outcomes):
         self.records = records
         self.expected = expected
         self.header = head
+        # What correlate's converse must say: {caller: {outcome: calls}}.
+        self.outcomes = outcomes
 
     def write(self, path, complete=True):
         end = int(self.records[:, 8:16].copy().view("<u8").max()) + 1000
@@ -114,9 +120,13 @@ class Synth:
               trailer_for(self.records, end) if complete else None)
 
 
-def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
+def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_kw):
     """igets inode reads spread over cpus; k failures with a window hit, m
-    without.  About 8 records per iget (plus one block pair per 16)."""
+    without; dirs directory-block failures (and, if any, the two window
+    calls that do not fail).  About 8 records per iget (plus one block pair
+    per 16)."""
+    if dirs and head_kw.get("verify") == "absent":
+        raise ValueError("metadata verdicts need the verify tracepoint")
     rng = np.random.default_rng(seed)
     idx = np.arange(igets)
     cpu = (idx % cpus).astype(np.uint16)
@@ -180,9 +190,23 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
     verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
 
     # Failures, away from the first and last slots and from each other.
-    chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m, replace=False)
+    extra = dirs + 2 if dirs else 0
+    chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m + extra,
+                        replace=False)
     win_rows, expected = [], []
-    for n, i in enumerate(chosen):
+    outcomes = {"seed": {"failed": 0, "matched": 0, "not verified": 0},
+                "inode": {"failed": 0, "matched": 0, "not verified": 0}}
+    meta_rows = []
+    for n, i in enumerate(chosen[k + m:]):
+        # After the slot's iget and its interrupts, before the next slot.
+        rows, rec = _metadata_read(n, dirs, cpu[i], tid[i], int(base[i]) + 37_000, rng)
+        meta_rows += rows
+        if rec is not None:
+            expected.append(rec)
+        caller = "dir" if n <= dirs else "bitmap"
+        mine = outcomes.setdefault(caller, {"failed": 0, "matched": 0, "not verified": 0})
+        mine["failed" if n < dirs else "matched" if n == dirs else "not verified"] += 1
+    for n, i in enumerate(chosen[:k + m]):
         windowed = n < k
         verify["flags"][i] = F_MISMATCH
         verify["computed"][i] ^= 0xDEAD
@@ -190,6 +214,7 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
         hit_call = (n % 2) if windowed else None   # 0: seed call, 5th: inode
         j = 0 if hit_call == 0 else 4
         if windowed:
+            outcomes["seed" if j == 0 else "inode"]["failed"] += 1
             calls[j]["flags"][i] = F_WINDOW_HIT
             calls[j]["irqs"][i] = 1
             t = int(calls[j]["ts"][i]) + 1400
@@ -202,23 +227,53 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, **head_kw):
             win_rows.append(_irqs([other], [tid[j]], [int(calls[4]["ts"][j]) + 1400],
                                   ["window"], rng))
             calls[4]["flags"][j] = F_WINDOW_HIT
+            outcomes["inode"]["matched"] += 1
         bi = int(np.nonzero(first & (block == block[i]) & (idx <= i))[0][-1])
         bpos = int(np.nonzero(first)[0].searchsorted(bi))
-        expected.append({"ino": int(ino[i]), "cpu": int(cpu[i]),
+        expected.append({"kind": "inode", "ino": int(ino[i]), "cpu": int(cpu[i]),
                          "ts": int(verdicts[0]["ts"][i]), "attributed": windowed,
                          "caller": (["EXT4_CHKSUM_SEED", "EXT4_CHKSUM_INODE"][hit_call]
                                     if windowed else None),
                          "block_ts": int(done["ts"][bpos]),
                          "block_cpu": int(done["cpu"][bpos])})
     parts = [_raw(issue), _raw(done), _raw(flat), _raw(irq_in), _raw(irq_out)] \
-        + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows]
+        + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows + meta_rows]
     records = np.concatenate(parts)
     # Commit order, not timestamp order: sort by ts with a jitter larger
     # than the gaps between records on different CPUs.
     ts = records[:, 8:16].copy().view("<u8").reshape(-1).astype(np.int64)
     order = np.argsort(ts + rng.integers(-5000, 5000, len(ts)), kind="stable")
     expected.sort(key=lambda e: e["ts"])
-    return Synth(records[order], expected, header(cpus=cpus, **head_kw))
+    return Synth(records[order], expected, header(cpus=cpus, **head_kw),
+                 {c: o for c, o in outcomes.items() if sum(o.values())})
+
+
+def _metadata_read(n, dirs, cpu, tid, ts, rng):
+    """The records of one metadata checksum with a window interrupt: for
+    n < dirs a directory block that fails, for n == dirs one that still
+    matches, after that a bitmap call with no verdict.  Returns (record
+    arrays, the expected failure or None)."""
+    call = _rows("chksum", 1)
+    call["type"], call["cpu"], call["tid"], call["ts"] = TYPE_IDS["chksum"], cpu, tid, ts
+    call["end_ns"], call["flags"], call["irqs"] = ts + 1500, F_WINDOW_HIT, 1
+    call["caller"] = CALLER_DIR if n <= dirs else CALLER_BITMAP
+    call["length"], call["dev"], call["seed"] = 4084, DEV, 0x1234
+    call["result"] = 0xC0FFEE00 + n
+    rows = [call, _irqs([cpu], [tid], [ts + 1400], ["window"], rng)]
+    if n > dirs:
+        return rows, None
+    v = _rows("verify", 1)
+    v["type"], v["cpu"], v["tid"], v["ts"] = TYPE_IDS["verify"], cpu, tid, ts + 1800
+    v["ino"], v["dev"], v["caller"], v["block"] = DIR_INO, DEV, CALLER_DIR, DIR_BLOCK + n
+    v["computed"] = call["result"]
+    v["stored"] = call["result"] ^ (0xBAD if n < dirs else 0)
+    v["flags"] = F_METADATA | (F_MISMATCH if n < dirs else 0)
+    rows.append(v)
+    if n == dirs:
+        return rows, None
+    return rows, {"kind": "dir", "ino": DIR_INO, "meta_block": DIR_BLOCK + n, "cpu": int(cpu),
+                  "ts": ts + 1800, "attributed": True, "caller": "EXT4_CHKSUM_DIR",
+                  "block_ts": None, "block_cpu": None}
 
 
 def _irqs(cpu, tid, ts, classes, rng):

@@ -373,6 +373,32 @@ int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
 	return 0;
 }
 
+/* Every other metadata verdict (directory, extent, bitmap, ...). */
+SEC("tp_btf/ext4_metadata_csum_verify")
+int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned long ino,
+	     u64 block, u32 stored, u32 computed)
+{
+	struct chkwin_rec *r;
+
+	if (!cpu_wanted())
+		return 0;
+	count(CHKWIN_CNT_VERIFY);
+	if (stored != computed)
+		count(CHKWIN_CNT_VERIFY_BAD);
+	r = reserve(CHKWIN_PROBE_VERIFY, CHKWIN_REC_VERIFY);
+	if (!r)
+		return 0;
+	r->h.flags = CHKWIN_F_METADATA | (stored != computed ? CHKWIN_F_MISMATCH : 0);
+	r->verify.ino = ino;
+	r->verify.dev = BPF_CORE_READ(sb, s_dev);
+	r->verify.stored = stored;
+	r->verify.computed = computed;
+	r->verify.caller = caller;
+	r->verify.block = block;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
 static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
 {
 	__s64 err = (__u64)ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;

@@ -38,7 +38,7 @@ enum chkwin_window {
 
 enum chkwin_rec_type {
 	CHKWIN_REC_CHKSUM = 1,	/* one checksum computation, begin to end */
-	CHKWIN_REC_VERIFY,	/* an inode checksum verdict */
+	CHKWIN_REC_VERIFY,	/* a metadata checksum verdict */
 	CHKWIN_REC_IGET,	/* __ext4_iget() returned */
 	CHKWIN_REC_IRQ,		/* a hardirq arrival, handler entry to exit */
 	CHKWIN_REC_SOFTIRQ,	/* one softirq vector run */
@@ -102,6 +102,7 @@ enum chkwin_hist_source {
 #define CHKWIN_F_HANDLED	0x04	/* irq: a handler returned IRQ_HANDLED */
 #define CHKWIN_F_COMPLETE	0x08	/* block: completion, not issue */
 #define CHKWIN_F_MISMATCH	0x10	/* verify: stored != computed */
+#define CHKWIN_F_METADATA	0x20	/* verify: not an inode's; caller, block set */
 
 #define CHKWIN_CALLER_UNKNOWN	0xffff	/* fallback mode cannot tell */
 /* Fallback caller kinds: ext4 address ranges the kprobe searches. */
@@ -126,10 +127,13 @@ struct chkwin_chksum {
 };
 
 struct chkwin_verify {
-	__u64 ino;
+	__u64 ino;		/* the inode, or the owner of a metadata block (0: none) */
 	__u32 dev;
 	__u32 stored;
 	__u32 computed;
+	__u16 caller;		/* with CHKWIN_F_METADATA: enum ext4_chksum_caller */
+	__u16 pad;
+	__u64 block;		/* with CHKWIN_F_METADATA: block (group for a descriptor) */
 };
 
 struct chkwin_iget {

@@ -11,6 +11,7 @@
 const char *const chkwin_plan_names[PLAN_PROBES] = {
 	[PLAN_CHKSUM] = "chksum",
 	[PLAN_VERIFY] = "verify",
+	[PLAN_VERIFY_META] = "verify_meta",
 	[PLAN_IGET] = "iget",
 	[PLAN_IRQ] = "irq",
 	[PLAN_IPI] = "ipi",
@@ -59,6 +60,8 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
 	{ "no-chksum", OPT_NO_BASE + PLAN_CHKSUM, NULL, 0, "No checksum call records", 1 },
 	{ "no-verify", OPT_NO_BASE + PLAN_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
+	{ "no-verify-meta", OPT_NO_BASE + PLAN_VERIFY_META, NULL, 0,
+	  "No other metadata checksum verdicts", 1 },
 	{ "no-iget", OPT_NO_BASE + PLAN_IGET, NULL, 0, "No __ext4_iget() results", 1 },
 	{ "no-irq", OPT_NO_BASE + PLAN_IRQ, NULL, 0, "No interrupt arrivals", 1 },
 	{ "no-ipi", OPT_NO_BASE + PLAN_IPI, NULL, 0, "No IPI kinds on arrivals", 1 },

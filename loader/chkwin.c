@@ -109,6 +109,8 @@ static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 	bpf_program__set_autoload(s->progs.chksum_update_entry, chksum && !p->use_chksum_tp);
 	bpf_program__set_autoload(s->progs.chksum_update_return, chksum && !p->use_chksum_tp);
 	bpf_program__set_autoload(s->progs.verify_tp, chkwin_plan_on(p, PLAN_VERIFY));
+	bpf_program__set_autoload(s->progs.metadata_verify_tp,
+				  chkwin_plan_on(p, PLAN_VERIFY_META));
 	bpf_program__set_autoload(s->progs.iget_fexit, iget && p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_entry, iget && !p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_return, iget && !p->use_fexit_iget);

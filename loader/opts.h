@@ -9,6 +9,7 @@
 enum chkwin_plan_probe {
 	PLAN_CHKSUM,
 	PLAN_VERIFY,
+	PLAN_VERIFY_META,
 	PLAN_IGET,
 	PLAN_IRQ,
 	PLAN_IPI,

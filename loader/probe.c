@@ -217,6 +217,13 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		return failed(p, "no ext4_inode_csum_verify tracepoint in %s", "kernel BTF");
 	else
 		p->mode[PLAN_VERIFY] = "absent";
+	/* Newer than the inode verdicts: where it is missing, only they are seen. */
+	if (o->off[PLAN_VERIFY_META])
+		p->mode[PLAN_VERIFY_META] = "off";
+	else if (has_tp(kb, "ext4_metadata_csum_verify") && o->mode != ATTACH_FALLBACK)
+		p->mode[PLAN_VERIFY_META] = "tp_btf";
+	else
+		p->mode[PLAN_VERIFY_META] = "absent";
 
 	if (o->off[PLAN_IGET]) {
 		p->mode[PLAN_IGET] = "off";

@@ -75,6 +75,10 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 		n = add(f, n, "dev", 0, "%llu", r->verify.dev);
 		n = add(f, n, "stored", 0, "%llu", r->verify.stored);
 		n = add(f, n, "computed", 0, "%llu", r->verify.computed);
+		if (r->h.flags & CHKWIN_F_METADATA) {
+			n = add(f, n, "caller", 0, "%llu", r->verify.caller);
+			n = add(f, n, "block", 0, "%llu", r->verify.block);
+		}
 		break;
 	case CHKWIN_REC_IGET:
 		n = add(f, n, "ino", 0, "%llu", r->iget.ino);

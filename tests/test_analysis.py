@@ -86,6 +86,32 @@ def test_correlate_finds_exactly_the_window_failures(tmp_path, geometry, verify)
         assert f["block"]["latency_ns"] == e["ts"] - e["block_ts"]
 
 
+def test_metadata_failures_are_tied_to_their_calls(tmp_path, geometry):
+    """Directory-block verdicts (metadata records) are failures of their
+    own kind, tied to the EXT4_CHKSUM_DIR call that had the window
+    arrival; and every window-hit call says what became of its result."""
+    dirs = 3
+    s = synthlog.generate(igets=3000, k=K, m=M, seed=13, dirs=dirs)
+    s.write(tmp_path / "log.bin")
+    corr = correlation(tmp_path / "log.bin", geometry)
+    kinds = {}
+    for f in corr.failures:
+        kinds.setdefault(f["kind"], []).append(f)
+    assert set(kinds) == {"inode", "dir"}
+    assert len(kinds["inode"]) == K + M and len(kinds["dir"]) == dirs
+    want = sorted(e["meta_block"] for e in s.expected if e["kind"] == "dir")
+    assert sorted(f["meta_block"] for f in kinds["dir"]) == want
+    for f in kinds["dir"]:
+        assert f["attributed"] and f["call"]["caller"] == "EXT4_CHKSUM_DIR"
+        assert f["group_calls"] == 1 and len(f["window_arrivals"]) == 1
+        assert f["call"]["result"] == f["computed"]
+        assert f["block"] is None
+    assert corr.by_kind() == {"inode": (K + M, K), "dir": (dirs, dirs)}
+    assert corr.outcomes_by_caller() == s.outcomes
+    assert s.outcomes["dir"] == {"failed": dirs, "matched": 1, "not verified": 0}
+    assert s.outcomes["bitmap"] == {"failed": 0, "matched": 0, "not verified": 1}
+
+
 def test_correlate_cli_json_and_csv(synth, geometry):
     s, path = synth
     proc = analyze("correlate", path, "--geometry", geometry)

@@ -170,9 +170,15 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     assert row["timing_ci"][0] < row["timing"] < row["timing_ci"][1]
     assert row["logged_failures"] == k + m and row["attributed"] == k
     assert row["mechanism"] == k / (k + m)
-    assert row["window_by_caller"] == {"EXT4_CHKSUM_SEED": k // 2,
-                                       "EXT4_CHKSUM_INODE": k // 2 + m}
+    # The converse: the m window calls beside the failures fed verdicts
+    # that matched.
+    assert row["window_outcomes"] == s.outcomes == {
+        "seed": {"failed": k // 2, "matched": 0, "not verified": 0},
+        "inode": {"failed": k // 2, "matched": m, "not verified": 0}}
+    assert row["logged_by_kind"] == {"inode": (k + m, k)}
     # Window arrivals land on the load, as under TCG.
     assert synthlog.WINDOW[1] - synthlog.FUNC1[1] in row["gcc49_offsets"]
     lines = dict(experiment.decisions(d, [row], None))
-    assert lines["attribution"].startswith(f"{k} of {k + m} inode checksum failures")
+    assert lines["attribution"].startswith(f"{k} of {k + m} checksum failures (inode {k + m})")
+    assert lines["attribution"].endswith(f"{k} failed, {m} still matched and 0 were never "
+                                         "verified")
