@@ -14,6 +14,8 @@ MEM            ?= 1024
 SAMPLE_HZ      ?= 20000
 WORKLOAD       ?= inode-load
 WIDTHS         ?= 1,2,4,8,16
+RATES          ?= 0,5000,10000,20000,40000
+DOSE_BUDGET    ?= 35
 DEMO_ARGS = --boot-seconds $(BOOT_SECONDS) --record-seconds $(RECORD_SECONDS) \
 	--precision $(PRECISION) --max-boots $(MAX_BOOTS) --budget $(BUDGET) \
 	--margin $(MARGIN) --smp $(SMP) --mem $(MEM) --sample-hz $(SAMPLE_HZ) \
@@ -69,10 +71,12 @@ test: test-host kernels
 demo: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)
 
-# The dose-response sweep: window widths on the unpatched flavour.
+# The dose-response sweeps on the unpatched flavour: window widths
+# (untraced) and sampler rates (under the loader).
 dose: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS) --flavours unpatched --widths $(WIDTHS) \
-		--record-seconds 0 --no-controls --min-boots 2 --max-boots 2
+		--rates $(RATES) --record-seconds 0 --no-controls --min-boots 2 \
+		--max-boots 2 --budget $(DOSE_BUDGET)
 
 bench: deps kernels
 	$(PY) bench/results.py --out bench/RESULTS.md

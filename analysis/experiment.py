@@ -224,30 +224,11 @@ def recorded_table(rows):
     return out
 
 
-def dose(doc):
-    """Failures per million calls against window width on the dose
-    flavour: a weighted least-squares line through the origin (weights
-    from each point's Poisson variance times the experiment's dispersion).
-    None without a sweep."""
-    sweep = _cond(doc, kind="dose")
-    if not sweep:
-        return None
-    flavour = sweep[0]["flavour"]
-    phi = dispersion(doc)
-    points = []
-    for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False):
-        if c["kind"] not in ("counting", "dose"):
-            continue
-        boots = counts(doc, c["name"])
-        if not boots:
-            continue
-        k, n = verdict.pooled(boots)
-        y = k / n * PER
-        var = phi * max(k, 1) / n ** 2 * PER ** 2
-        points.append((c["width"], y, var, k, n))
-    points.sort()
-    if len(points) < 2:
-        return None
+def _fit_through_origin(points):
+    """Weighted least squares y = slope * x over points (x, y, var, k, n):
+    weights from each point's variance, the slope's interval widened by
+    the residual scatter when it exceeds what the variances allow."""
+    points = sorted(points)
     x = np.array([p[0] for p in points], float)
     y = np.array([p[1] for p in points], float)
     w = 1 / np.array([p[2] for p in points], float)
@@ -258,21 +239,71 @@ def dose(doc):
     se = math.sqrt(scale / float(np.sum(w * x * x)))
     ybar = float(np.sum(w * y) / np.sum(w))
     r2 = 1 - float(np.sum(w * resid ** 2)) / float(np.sum(w * (y - ybar) ** 2)) \
-        if len(x) > 1 and np.any(y != ybar) else math.nan
-    return {"flavour": flavour, "points": [
-        {"width": int(p[0]), "per_million": p[1], "failures": p[3], "calls": p[4],
-         "residual": float(r)} for p, r in zip(points, resid)],
-        "slope": slope, "slope_ci": (slope - verdict.Z95 * se, slope + verdict.Z95 * se),
-        "r2": r2, "scale": scale}
+        if np.any(y != ybar) else math.nan
+    return {"points": [{"x": float(p[0]), "per_million": p[1], "failures": p[3],
+                        "calls": p[4], "residual": float(r)}
+                       for p, r in zip(points, resid)],
+            "slope": slope, "slope_ci": (slope - verdict.Z95 * se, slope + verdict.Z95 * se),
+            "r2": r2, "scale": scale}
+
+
+def _point(doc, name, x, phi):
+    """(x, failures per 1M calls, its variance, failures, calls) of a
+    condition's pooled boots."""
+    k, n = verdict.pooled(counts(doc, name))
+    return (x, k / n * PER, phi * max(k, 1) / n ** 2 * PER ** 2, k, n)
+
+
+# The two doses: what each point's x is and how the report names it.
+DOSES = {
+    "width": {"label": "window width (translation blocks, ext4.chksum_window_width)",
+              "unit": "block", "what": "the window width"},
+    "rate": {"label": "interrupt arrivals per second under the loader (irqs + sampler)",
+             "unit": "1000 arrivals/s", "what": "the interrupt rate"},
+}
+
+
+def dose(doc, which="width"):
+    """Failures per million calls against a dose on the sweep's flavour,
+    fitted through the origin (no window or no interrupt, no failure):
+    "width" the window width of the untraced counting and dose boots,
+    "rate" the measured interrupt rate of the rate boots (in thousands per
+    second).  None without two points."""
+    phi = dispersion(doc)
+    if which == "width":
+        sweep = _cond(doc, kind="dose")
+        if not sweep:
+            return None
+        flavour = sweep[0]["flavour"]
+        points = [_point(doc, c["name"], c["width"], phi)
+                  for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False)
+                  if c["kind"] in ("counting", "dose") and boots_of(doc, c["name"])]
+    else:
+        sweep = [c for c in _cond(doc, kind="rate") if boots_of(doc, c["name"])]
+        if not sweep:
+            return None
+        flavour = sweep[0]["flavour"]
+        points = []
+        for c in sweep:
+            boots = boots_of(doc, c["name"])
+            seconds = sum(b["guest_seconds"] for b in boots)
+            x = sum(b["arrivals_per_s"] * b["guest_seconds"] for b in boots) / seconds
+            points.append(_point(doc, c["name"], x / 1000, phi))
+    if len(points) < 2:
+        return None
+    fit = _fit_through_origin(points)
+    fit.update(flavour=flavour, dose=which)
+    return fit
 
 
 def dose_plot(d, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    how = DOSES[d["dose"]]
     fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 6), dpi=100, sharex=True,
                                   height_ratios=(3, 1), layout="constrained")
-    xs = [p["width"] for p in d["points"]]
+    xs = [p["x"] for p in d["points"]]
     ys = [p["per_million"] for p in d["points"]]
     err = []
     for p in d["points"]:
@@ -283,20 +314,31 @@ def dose_plot(d, path):
                 label="failures per 1M calls (Poisson 95% CI)")
     grid = np.linspace(0, max(xs) * 1.05, 50)
     ax.plot(grid, d["slope"] * grid, "-",
-            label=f"fit through 0: slope {d['slope']:.3g}/width, R^2 {d['r2']:.2f}")
+            label=f"fit through 0: slope {d['slope']:.3g} per {how['unit']}, "
+                  f"R^2 {d['r2']:.2f}")
     ax.set_ylabel("failures per 1M checksum calls")
-    ax.set_title(f"Dose-response: window width ({d['flavour']}, gcc49)")
+    ax.set_title(f"Dose-response: {how['what']} ({d['flavour']}, gcc49)")
     ax.legend(fontsize=8)
     rax.axhline(0, color="grey", lw=0.8)
     rax.plot(xs, [p["residual"] for p in d["points"]], "o")
-    rax.set_xlabel("window width (translation blocks, ext4.chksum_window_width)")
+    rax.set_xlabel(how["label"] + (" / 1000" if d["dose"] == "rate" else ""))
     rax.set_ylabel("residual")
     fig.savefig(path)
     plt.close(fig)
 
 
-def decisions(doc, rec, d):
-    """The verdict lines, most important first."""
+def dose_line(d):
+    """The verdict line of one dose-response fit."""
+    how = DOSES[d["dose"]]
+    lo, hi = d["slope_ci"]
+    sign = "rises with" if lo > 0 else ("falls with" if hi < 0 else "undecided against")
+    return (f"failures per 1M calls {sign} {how['what']}: slope {d['slope']:.3g} per "
+            f"{how['unit']} (95% CI {lo:.3g}-{hi:.3g}), R^2 {d['r2']:.2f}, "
+            f"{len(d['points'])} points")
+
+
+def decisions(doc, rec, doses):
+    """The verdict lines, most important first; doses are dose() fits."""
     margin = doc["settings"]["margin"]
     phi = dispersion(doc)
     out = []
@@ -348,11 +390,6 @@ def decisions(doc, rec, d):
                     f"in {r['calls']:,} calls; arrivals before "
                     f"{len(r['gcc49_offsets'])} distinct instructions of the emulated "
                     f"code ({expect}{'' if ok else ': NOT what the mechanism predicts'})"))
-    if d:
-        lo, hi = d["slope_ci"]
-        sign = "rises with" if lo > 0 else ("falls with" if hi < 0 else
-                                            "undecided against")
-        out.append(("dose", f"failures per 1M calls {sign} the window width: slope "
-                            f"{d['slope']:.3g} per block (95% CI {lo:.3g}-{hi:.3g}), "
-                            f"R^2 {d['r2']:.2f}, {len(d['points'])} widths"))
+    for fit in doses:
+        out.append(("dose" if fit["dose"] == "width" else "rate-dose", dose_line(fit)))
     return out

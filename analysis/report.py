@@ -138,8 +138,8 @@ def write_experiment(outdir, doc, runs):
     by_dir = {pathlib.Path(p).parent.name: (log, corr) for p, log, corr in runs}
     rows = experiment.conditions(doc)
     rec = experiment.recorded(doc, by_dir)
-    dose = experiment.dose(doc)
-    lines = experiment.decisions(doc, rec, dose)
+    doses = [d for d in (experiment.dose(doc, w) for w in experiment.DOSES) if d]
+    lines = experiment.decisions(doc, rec, doses)
     seed = doc["seed"]
     s = doc["settings"]
     design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
@@ -166,10 +166,14 @@ def write_experiment(outdir, doc, runs):
     if rec:
         h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
         md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]
-    if dose:
-        experiment.dose_plot(dose, outdir / "dose.png")
-        h += ["<h2>Dose-response</h2>", _img(outdir / "dose.png")]
-        md += ["## Dose-response", "", "![dose](dose.png)", ""]
+    if doses:
+        h.append("<h2>Dose-response</h2>")
+        md += ["## Dose-response", ""]
+    for d in doses:
+        name = f"dose-{d['dose']}.png"
+        experiment.dose_plot(d, outdir / name)
+        h.append(_img(outdir / name))
+        md += [f"![dose: {d['dose']}]({name})", ""]
     h += ["<h2>Boots in the order they ran</h2>", _html_table(btable)]
     md += ["## Boots in the order they ran", "", _md_table(btable), ""]
     lh, lmd = _log_sections(outdir, runs)

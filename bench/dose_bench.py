@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The experiment's figures: failures per guest minute and per million
-checksum calls at each window width (untraced, the demo's boots), the
-dose-response slope, and the wall time of the sweep.  It runs the sweep
-`make dose` runs (guest/lab_demo.py --widths) and reads its experiment.json
-with analysis/experiment.py."""
+checksum calls at each window width (untraced, the demo's boots) and at
+each sampler rate (under the loader), both dose-response slopes, and the
+wall time of the sweep.  It runs the sweep `make dose` runs
+(guest/lab_demo.py --widths --rates) and reads its experiment.json with
+analysis/experiment.py."""
 
 import argparse
 import json
@@ -24,6 +25,8 @@ import experiment  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", default="1,2,4,8,16")
+    ap.add_argument("--rates", default="0,5000,10000,20000,40000",
+                    help="sampler rates (Hz) of the interrupt-rate sweep; empty for none")
     ap.add_argument("--boots", type=int, default=2, help="boots per width")
     ap.add_argument("--boot-seconds", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
@@ -31,7 +34,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         start = time.monotonic()
         cmd = [PY, str(REPO / "guest/lab_demo.py"), "--flavours", "unpatched",
-               "--widths", args.widths, "--dose-boots", str(args.boots),
+               "--widths", args.widths, "--rates", args.rates,
+               "--budget", "60", "--dose-boots", str(args.boots),
                "--min-boots", str(args.boots), "--max-boots", str(args.boots),
                "--boot-seconds", str(args.boot_seconds), "--record-seconds", "0",
                "--no-controls", "--seed", str(args.seed), "--results", tmp]
@@ -48,17 +52,23 @@ def main():
                          f"(95% CI); boots", f"{r['per_minute']:.3g}; "
                          f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g}); "
                          f"{r['boots']} ({' '.join(map(str, r['per_boot']))} failures)"))
-    d = experiment.dose(doc)
-    if d:
-        rows.append(("dose-response slope, failures per 1M calls per block (95% CI); R^2",
+    for which, how in experiment.DOSES.items():
+        d = experiment.dose(doc, which)
+        if not d:
+            continue
+        rows.append((f"{which} dose: slope, failures per 1M calls per {how['unit']} "
+                     "(95% CI); R^2",
                      f"{d['slope']:.3g} ({d['slope_ci'][0]:.3g}-{d['slope_ci'][1]:.3g}); "
                      f"{d['r2']:.2f}"))
-        rows.append(("residuals by width", ", ".join(
-            f"{p['width']}: {p['residual']:+.3g}" for p in d["points"])))
+        rows.append((f"{which} dose: points (x: per 1M calls, residual)", ", ".join(
+            f"{p['x']:.3g}: {p['per_million']:.3g}, {p['residual']:+.3g}"
+            for p in d["points"])))
     rows.append(("wall time of the sweep", f"{wall / 60:.1f} min"))
-    print_section("Dose-response: window width",
-                  f"Untraced inode-load boots of {args.boot_seconds} guest seconds on "
-                  f"the unpatched kernel, {args.boots} per width, interleaved in rounds "
+    print_section("Dose-response: window width and interrupt rate",
+                  f"inode-load boots of {args.boot_seconds} guest seconds on the "
+                  f"unpatched kernel, {args.boots} per width (untraced) and per sampler "
+                  f"rate (under the loader, no log kept; x is the arrivals per second "
+                  f"it counted, device irqs and sampler ticks), interleaved in rounds "
                   f"shuffled with seed {args.seed} (`make dose` runs the same); failures "
                   "are the kernel's console lines of every checksum kind, calls "
                   "ext4.chksum_calls.", rows)

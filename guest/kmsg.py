@@ -23,6 +23,13 @@ KINDS = {
     "orphan": r"orphan file block \d+: bad checksum",           # orphan.c
 }
 
+# Each kind as the log names its verdicts (analysis/correlate.kind_name):
+# by the caller kind of the checksum, which does not tell leaf directory
+# blocks from index blocks, or block bitmaps from inode bitmaps.
+LOG_KIND = {"inode": "inode", "dirblock": "dir", "dxnode": "dir", "extent": "extent",
+            "block_bitmap": "bitmap", "inode_bitmap": "bitmap",
+            "group_desc": "group_desc", "superblock": "superblock", "orphan": "orphan"}
+
 _LINE = re.compile("|".join(f"(?P<{k}>{v})" for k, v in KINDS.items()))
 
 

@@ -23,6 +23,9 @@ drifting over the run cannot land on one condition:
              outlasts the 50 us period there, and arrivals pile up at one pc.
   dose       with --widths, counting boots of the first flavour at each
              window width (ext4.chksum_window_width).
+  rate       with --rates, boots of the first flavour under the loader
+             (no log kept) at each sampler rate: the interrupt rate as a
+             dose; the loader counts the arrivals per guest second.
 
 Every boot's directory and experiment.json (the plan, the seed, every boot
 so far) are written as the run goes, so a killed run keeps what it did;
@@ -53,12 +56,17 @@ WORKLOADS = ("inode-load", "rk-loop")
 OVERHEAD = 15
 
 
-def condition(flavour, window, kind, width=1, singlestep=False):
-    """One condition of the experiment; its name is its directory prefix."""
+def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None):
+    """One condition of the experiment; its name is its directory prefix.
+    sample_hz: the sampler rate of a rate-dose condition."""
     name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
-        ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "")
-    return {"name": name, "flavour": flavour, "window": window, "width": width,
-            "singlestep": singlestep, "kind": kind}
+        ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "") + \
+        (f"-F{sample_hz}" if kind == "rate" else "")
+    c = {"name": name, "flavour": flavour, "window": window, "width": width,
+         "singlestep": singlestep, "kind": kind}
+    if kind == "rate":
+        c["sample_hz"] = sample_hz
+    return c
 
 
 def plan(args):
@@ -77,6 +85,8 @@ def plan(args):
     for width in args.widths:
         if width != 1:
             conds.append(condition(args.flavours[0], "gcc49", "dose", width=width))
+    for hz in args.rates:
+        conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz))
     return conds
 
 
@@ -87,6 +97,16 @@ def positive_list(text):
         raise argparse.ArgumentTypeError(f"{text!r}: not a list of whole numbers")
     if any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"{text!r}: values must be positive")
+    return values
+
+
+def rate_list(text):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a list of whole numbers")
+    if any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct rates, 0 or more (Hz)")
     return values
 
 
@@ -127,8 +147,11 @@ def parse_args(argv=None):
                     help="comma-separated (default unpatched,patched)")
     ap.add_argument("--widths", type=positive_list, default=[],
                     help="window widths for the dose sweep, e.g. 1,2,4,8,16")
+    ap.add_argument("--rates", type=rate_list, default=[],
+                    help="sampler rates (Hz) for the interrupt-rate sweep under "
+                         "the loader, e.g. 0,5000,10000,20000,40000")
     ap.add_argument("--dose-boots", type=int, default=2,
-                    help="counting boots per width of the sweep (default 2)")
+                    help="boots per width or rate of a sweep (default 2)")
     ap.add_argument("--no-controls", dest="controls", action="store_false",
                     help="skip the gcc49-exact controls")
     ap.add_argument("--smp", type=int, default=2)
@@ -182,6 +205,7 @@ class Experiment:
                             "precision": a.precision, "max_boots": a.max_boots,
                             "min_boots": a.min_boots, "margin": a.margin,
                             "budget_minutes": a.budget, "dose_boots": a.dose_boots,
+                            "rates": a.rates,
                             "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
                             "workload": a.workload}}
 
@@ -201,7 +225,7 @@ class Experiment:
         done = self.of(c["name"])
         if c["kind"] == "recorded" or c["singlestep"]:
             return not done
-        if c["kind"] == "dose":
+        if c["kind"] in ("dose", "rate"):
             return len(done) < self.args.dose_boots
         if len(done) >= self.args.max_boots:
             return False
@@ -240,13 +264,17 @@ class Experiment:
             words.append(f"chkwin.workload={self.args.workload}")
             if self.args.sample_hz and not c["singlestep"]:
                 words.append(f"chkwin.loader=-F,{self.args.sample_hz}")
+        if c["kind"] == "rate":
+            words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
+            if c["sample_hz"]:
+                words.append(f"chkwin.loader=-F,{c['sample_hz']}")
         return " ".join(words)
 
     def boot(self, c, rnd, slot):
         n = len(self.of(c["name"])) + 1
         out = self.top / f"{c['name']}-{n}"
         seconds = self.seconds(c)
-        scenario = "record" if c["kind"] == "recorded" else self.args.workload
+        scenario = "record" if c["kind"] in ("recorded", "rate") else self.args.workload
         cmd = [PY, str(REPO / "guest/run.py"), "--flavour", c["flavour"],
                "--scenario", scenario, "--duration", str(seconds),
                "--smp", str(self.args.smp), "--mem", str(self.args.mem),
@@ -266,12 +294,21 @@ class Experiment:
         if status["checksum_calls"] is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
-        self.boots.append({
-            "condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
-            "guest_seconds": seconds, "wall_seconds": round(wall, 1),
-            "calls": status["checksum_calls"],
-            "failures": status["checksum_failures"],
-            "failures_total": status["checksum_failures_total"]})
+        b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
+             "guest_seconds": seconds, "wall_seconds": round(wall, 1),
+             "calls": status["checksum_calls"],
+             "failures": status["checksum_failures"],
+             "failures_total": status["checksum_failures_total"]}
+        if c["kind"] == "rate":
+            result = status.get("chkwin")
+            if not result:
+                die(f"boot {out.name}: chkwin printed no closing record "
+                    f"(console: {out / 'console.log'})")
+            # The dose: interrupt arrivals (device irqs and sampler ticks)
+            # per second of recording, all CPUs.
+            b["arrivals_per_s"] = (result["irq_arrivals"] + result["sampler_ticks"]) \
+                / result["seconds"]
+        self.boots.append(b)
         self.save()
         return self.boots[-1]
 

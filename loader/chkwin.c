@@ -240,18 +240,23 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 	unsigned long long calls = counts->v[CHKWIN_CNT_CHKSUM];
 	unsigned long long hits = counts->v[CHKWIN_CNT_CHKSUM_WINDOW];
 	unsigned long long lost = chkwin_counts_lost(counts);
-	unsigned long long records = 0;
+	unsigned long long records = 0, irqs = 0, ticks = 0;
 	double seconds = (double)(now_ns() - r->started) / 1e9;
 	int i;
 
 	for (i = 0; i < CHKWIN_REC_TYPES; i++)
 		records += r->seen[i];
+	for (i = 0; i < CHKWIN_CLASSES; i++) {
+		irqs += counts->v[CHKWIN_CNT_IRQ_CLASS + i];
+		ticks += counts->v[CHKWIN_CNT_SAMPLE_CLASS + i];
+	}
 	fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records, %llu records in %.1f s%s%s\n",
 		ending, calls, hits, lost, records, seconds,
 		r->log ? ", log " : "", r->log ? r->log->path : "");
 	fprintf(stderr, "chkwin: result {\"ending\": \"%s\", \"checksum_calls\": %llu, "
-		"\"window_hits\": %llu, \"lost\": %llu, \"records\": %llu, \"seconds\": %.3f, \"log\": ",
-		ending, calls, hits, lost, records, seconds);
+		"\"window_hits\": %llu, \"irq_arrivals\": %llu, \"sampler_ticks\": %llu, "
+		"\"lost\": %llu, \"records\": %llu, \"seconds\": %.3f, \"log\": ",
+		ending, calls, hits, irqs, ticks, lost, records, seconds);
 	if (r->log)
 		json_str(stderr, r->log->path, strlen(r->log->path));
 	else

@@ -47,7 +47,7 @@ def balanced(per_boot_u, per_boot_p):
 
 def test_window_differs_and_flavour_is_undecided_on_few_failures():
     d = doc(balanced([5, 3], [4, 6]), CONDS)
-    lines = dict(experiment.decisions(d, [], None))
+    lines = dict(experiment.decisions(d, [], []))
     assert "differs (gcc49/off inf" in lines["window"]
     assert "undecided: about" in lines["flavour"]
     assert "does not change" not in " ".join(lines.values())
@@ -55,7 +55,7 @@ def test_window_differs_and_flavour_is_undecided_on_few_failures():
 
 def test_flavour_equivalent_with_many_failures():
     d = doc(balanced([300, 310, 305, 298], [302, 296, 309, 301]), CONDS)
-    lines = dict(experiment.decisions(d, [], None))
+    lines = dict(experiment.decisions(d, [], []))
     assert "equivalent within +-25%" in lines["flavour"], lines["flavour"]
 
 
@@ -81,11 +81,33 @@ def test_dose_slope_through_the_origin():
         boots += [boot(f"unpatched-gcc49-w{w}", i, 10 * w, M, i) for i in (1, 2)]
     d = doc(boots, conds)
     dose = experiment.dose(d)
-    assert [p["width"] for p in dose["points"]] == [1, 2, 4, 8]
+    assert [p["x"] for p in dose["points"]] == [1, 2, 4, 8]
     assert abs(dose["slope"] - 10) < 1e-6
     assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99
-    lines = dict(experiment.decisions(d, [], dose))
+    lines = dict(experiment.decisions(d, [], [dose]))
     assert lines["dose"].startswith("failures per 1M calls rises with the window width")
+
+
+def test_rate_dose_uses_the_measured_arrival_rate():
+    """Rate conditions: x is the boots' measured arrivals per second (in
+    thousands), weighted by guest seconds, not the sampler setting."""
+    conds = CONDS[:2]
+    boots = balanced([10, 10], [10, 10])[:4]
+    for hz, per_s in ((0, 2000), (10000, 12000), (40000, 42000)):
+        name = f"unpatched-gcc49-F{hz}"
+        conds.append(dict(cond(name, "unpatched", "gcc49", "rate"), sample_hz=hz))
+        for i, jitter in ((1, -100), (2, 100)):
+            b = boot(name, i, per_s // 1000 * 3, M, i)
+            b["arrivals_per_s"] = per_s + jitter
+            boots.append(b)
+    d = doc(boots, conds)
+    fit = experiment.dose(d, "rate")
+    assert [p["x"] for p in fit["points"]] == [2, 12, 42]
+    assert abs(fit["slope"] - 3) < 1e-6 and fit["r2"] > 0.99
+    assert experiment.dose(d, "width") is None
+    lines = dict(experiment.decisions(d, [], [fit]))
+    assert lines["rate-dose"].startswith(
+        "failures per 1M calls rises with the interrupt rate: slope 3 per 1000 arrivals/s")
 
 
 def test_report_leads_with_the_decision_and_escapes(tmp_path):
@@ -178,7 +200,7 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     assert row["logged_by_kind"] == {"inode": (k + m, k)}
     # Window arrivals land on the load, as under TCG.
     assert synthlog.WINDOW[1] - synthlog.FUNC1[1] in row["gcc49_offsets"]
-    lines = dict(experiment.decisions(d, [row], None))
+    lines = dict(experiment.decisions(d, [row], []))
     assert lines["attribution"].startswith(f"{k} of {k + m} checksum failures (inode {k + m})")
     assert lines["attribution"].endswith(f"{k} failed, {m} still matched and 0 were never "
                                          "verified")

@@ -113,6 +113,9 @@ def test_closing_record_agrees_with_the_log(gcc49_run):
     assert result["checksum_calls"] == int(log.trailer["count.chksum"]) > 0
     assert result["window_hits"] == int(log.trailer["count.chksum_window"])
     assert result["records"] == sum(log.counts.values())
+    for key, prefix in (("irq_arrivals", "count.irq."), ("sampler_ticks", "count.sample.")):
+        assert result[key] == sum(int(v) for k, v in log.trailer.items()
+                                  if k.startswith(prefix)) > 0, key
     assert result["lost"] == 0
     assert result["log"].startswith("/dev/vport")
 
