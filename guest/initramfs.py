@@ -1,4 +1,4 @@
-"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen, chkwin.
+"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen, perf-arrivals, chkwin.
 
 The cpio is written here rather than by cpio(1) so that the archive depends
 only on file contents, paths and modes: fixed mtimes, owners and inode
@@ -79,24 +79,30 @@ def busybox_binary(scratch):
     return binary.read_bytes()
 
 
-def loadgen_binary():
-    """loadgen built by the workloads Makefile, cached by its sources."""
+# The guest programs guest/workloads/Makefile builds.
+PROGRAMS = ("loadgen", "perf-arrivals")
+
+
+def program_binaries():
+    """{name: static aarch64 binary} of the guest programs, built by the
+    workloads Makefile and cached by its sources."""
     if not (WORKLOADS / "Makefile").is_file():
-        die(f"no {WORKLOADS / 'Makefile'}: cannot build loadgen")
-    key = Key("loadgen")
+        die(f"no {WORKLOADS / 'Makefile'}: cannot build {', '.join(PROGRAMS)}")
+    key = Key("programs")
     for path in sorted(p for p in WORKLOADS.iterdir() if p.is_file()):
         key.add_file(path)
 
-    def make_loadgen(tmp):
+    def make_programs(tmp):
         tmp.mkdir()
         run_or_die(["make", "-C", str(WORKLOADS), f"OUT={tmp}"],
-                   "building loadgen", stdout=sys.stderr)
-        if not (tmp / "loadgen").is_file():
-            die(f"make -C {WORKLOADS} produced no loadgen")
+                   "building the guest programs", stdout=sys.stderr)
+        missing = [n for n in PROGRAMS if not (tmp / n).is_file()]
+        if missing:
+            die(f"make -C {WORKLOADS} produced no {', '.join(missing)}")
 
-    outdir, _ = cached(cache_root() / "loadgen" / key.hexdigest(), make_loadgen,
-                       "loadgen", ready=lambda d: (d / "loadgen").is_file())
-    return (outdir / "loadgen").read_bytes()
+    outdir, _ = cached(cache_root() / "programs" / key.hexdigest(), make_programs,
+                       "programs", ready=lambda d: all((d / n).is_file() for n in PROGRAMS))
+    return {n: (outdir / n).read_bytes() for n in PROGRAMS}
 
 
 def host_mode(path):
@@ -132,7 +138,8 @@ def collect(adds, scratch):
         # _lib.sh is sourced by the others: not executable, so not a scenario.
         mode = 0o644 if path.name.startswith("_") else 0o755
         put(f"scenarios/{path.name}", stat.S_IFREG | mode, path.read_bytes())
-    put("bin/loadgen", stat.S_IFREG | 0o755, loadgen_binary())
+    for name, binary in program_binaries().items():
+        put(f"bin/{name}", stat.S_IFREG | 0o755, binary)
     put("bin/chkwin", stat.S_IFREG | 0o755,
         (loaderbuild.build() / "aarch64" / "chkwin").read_bytes())
     for host, guest in adds:

@@ -8,9 +8,9 @@ from kernels import PY, REPO, kernel_dir, run_together
 
 def test_two_initramfs_builds_at_once_build_each_entry_once(tmp_path):
     """A fresh cache that shares only the kernels and downloaded .debs of
-    the real one: two initramfs builds started together each need loadgen,
-    the loader and the initramfs; each is built once, the other request
-    waits for it and hits."""
+    the real one: two initramfs builds started together each need the
+    guest programs, the loader and the initramfs; each is built once, the
+    other request waits for it and hits."""
     real = kernel_dir("unpatched").parent.parent
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -25,7 +25,7 @@ def test_two_initramfs_builds_at_once_build_each_entry_once(tmp_path):
     assert len(paths) == 1
     assert pathlib.Path(paths.pop()).stat().st_size > 0
     stderr = "".join(proc.stderr for proc in procs)
-    for what in ("loadgen", "loader", "initramfs"):
+    for what in ("programs", "loader", "initramfs"):
         assert stderr.count(f"{what}: built ") == 1, stderr
         assert stderr.count(f"{what}: cache hit ") == 1, stderr
     assert "built meanwhile by another process" in stderr

@@ -1,18 +1,61 @@
-"""loadgen builds for both architectures and does what it says."""
+"""The guest programs (loadgen, perf-arrivals) build for both
+architectures and do what they say."""
 
 import pathlib
 import struct
 import subprocess
+
+import pytest
 
 from kernels import REPO
 
 WORKLOADS = REPO / "guest/workloads"
 
 
-def make(out, *extra):
+def make(out, *extra, program="loadgen"):
     subprocess.run(["make", "-s", "-C", str(WORKLOADS), f"OUT={out}", *extra],
                    check=True)
-    return pathlib.Path(out) / "loadgen"
+    return pathlib.Path(out) / program
+
+
+# perf script -F event,ip,sym,symoff --show-lost-events, as perf 6.1 prints
+# it: two irq chains into the emulated code, one into the idle loop, a
+# chain whose frame after el1h_64_irq is user space, and lost samples.
+PERF_SCRIPT = """\
+irq:irq_handler_entry: \n\
+\tffffffc008155f10 handle_irq_event+0x44\n\
+\tffffffc008010e64 el1h_64_irq+0x64\n\
+\tffffffc0082ab22c ext4_chksum_gcc49+0x60\n\
+\tffffffc0082984a0 ext4_chksum+0x5c\n\
+ext4:ext4_chksum_end: \n\
+\tffffffc0082984c0 ext4_chksum+0x7c\n\
+irq:irq_handler_entry: \n\
+\tffffffc008010e64 el1h_64_irq+0x64\n\
+\tffffffc0080c0010 do_idle+0x10\n\
+PERF_RECORD_LOST lost 12\n\
+ext4:ext4_chksum_end: \n\
+irq:irq_handler_entry: \n\
+\tffffffc008155f10 handle_irq_event+0x44\n\
+\tffffffc008010e64 el1h_64_irq+0x64\n\
+\tffffffc0082ab22c ext4_chksum_gcc49+0x60\n\
+irq:irq_handler_entry: \n\
+\tffffffc008155f10 handle_irq_event+0x44\n\
+\tffffffc008011000 el0t_64_irq+0x14\n\
+\t0000aaaab0001000 [unknown]\n\
+ext4:ext4_chksum_end: \n\
+"""
+
+
+def test_perf_arrivals_reads_perf_script(tmp_path):
+    prog = make(tmp_path, "CC=gcc", program="perf-arrivals")
+    proc = subprocess.run([str(prog)], input=PERF_SCRIPT, capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["lost 12", "calls 3",
+                                        "arrival ext4_chksum_gcc49+0x60 2"]
+    proc = subprocess.run([str(prog), "extra"], input="", capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("perf-arrivals: error: ")
 
 
 def test_host_build_runs_and_reports(tmp_path):
@@ -32,8 +75,9 @@ def test_bad_flag_is_one_line_and_nonzero(tmp_path):
     assert proc.stderr.count("\n") == 1
 
 
-def test_aarch64_build_is_static(tmp_path):
-    elf = make(tmp_path).read_bytes()
+@pytest.mark.parametrize("program", ["loadgen", "perf-arrivals"])
+def test_aarch64_build_is_static(tmp_path, program):
+    elf = make(tmp_path, program=program).read_bytes()
     assert elf[:4] == b"\x7fELF"
     assert struct.unpack_from("<H", elf, 18)[0] == 183          # EM_AARCH64
     phoff, = struct.unpack_from("<Q", elf, 32)
