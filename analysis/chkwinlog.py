@@ -1,4 +1,4 @@
-"""Reader of the chkwin event log, version 1 (docs/log-format.md).
+"""Reader of the chkwin event log, versions 2 and 1 (docs/log-format.md).
 
 The C reader (chkwin --read) and this one follow the same document.
 Records come back as a numpy structured array (one dtype for all types,
@@ -7,26 +7,37 @@ millions of records reads in well under a second.
 
     log = chkwinlog.read("log.bin")
     log.status          # "complete" or "truncated"; corrupt raises LogError
+    log.version         # 2, or 1 for logs written before header CRCs
     log.header["mode.chksum"], log.trailer["lost.irq"]
     irqs = log.of("irq"); irqs["pc"], irqs["class"]
 """
 
 import os
+import re
 import struct
 import zlib
 
 import numpy as np
 
 MAGIC = b"CHKWLOG\0"
-VERSION = 1
+VERSION = 2
 REC_SIZE = 64
-FILE_HEAD = struct.Struct("<8sHHI")
+FILE_HEAD_V1 = struct.Struct("<8sHHI")
+FILE_HEAD = struct.Struct("<8sHHIII")     # version 2: plus header CRC, 4 zero bytes
 CHUNK_HEAD = struct.Struct("<4sIII")
+# Bounds on what a header may say (loader/logtext.h): analysis sizes its
+# tables by them.
+MAX_CPUS = 4096
+MAX_SPAN = 1 << 20
+MAX_LINES = 4096
+HIST_SLOTS = 256
 
 TYPES = {1: "chksum", 2: "verify", 3: "iget", 4: "irq", 5: "softirq",
          6: "block", 7: "sample"}
 TYPE_IDS = {name: num for num, name in TYPES.items()}
 CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
+# The probes, in bpf/chkwin.h's enum chkwin_probe order (trailer lost.PROBE).
+PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample"]
 # Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
 WINDOW_KEYS = ["window", "window.exact"]
 
@@ -79,15 +90,152 @@ class LogError(Exception):
 def parse_text(raw):
     """key=value lines (NUL padding stripped) into a dict."""
     out = {}
-    for line in raw.split(b"\0", 1)[0].decode("utf-8", "replace").splitlines():
-        key, sep, value = line.partition("=")
+    for line in raw.split(b"\0", 1)[0].split(b"\n"):
+        key, sep, value = line.partition(b"=")
         if sep:
-            out[key] = value
+            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
     return out
 
 
+_DEC = re.compile(rb"[0-9]{1,20}")
+_HEX = re.compile(rb"0x[0-9a-fA-F]{1,16}")
+
+
+def _dec(v):
+    return int(v) if _DEC.fullmatch(v) and int(v) < 1 << 64 else None
+
+
+def _fields(v, n):
+    """v's fields separated by single spaces, if there are n, none empty."""
+    f = v.split(b" ")
+    return f if len(f) == n and all(f) else None
+
+
+def _range(start, end, strict):
+    if not (_HEX.fullmatch(start) and _HEX.fullmatch(end)):
+        return False
+    a, b = int(start, 16), int(end, 16)
+    return (a < b if strict else a <= b) and b - a <= MAX_SPAN
+
+
+def _prefixed(key, prefix):
+    return key.startswith(prefix) and len(key) > len(prefix)
+
+
+def _indexed(key, prefix, top):
+    if not _prefixed(key, prefix):
+        return False
+    n = _dec(key[len(prefix):])
+    return n is not None and n <= top
+
+
+def _header_value(key, v, facts):
+    """Why a header value is wrong, or None (loader/logtext.c, the same rules)."""
+    if key == b"cpus":
+        n = _dec(v)
+        if n is None or not 1 <= n <= MAX_CPUS:
+            return "not a CPU count (1-4096)"
+        facts["cpus"] = n
+    elif key == b"started_ns":
+        n = _dec(v)
+        if n is None:
+            return "not a whole number"
+        facts["started_ns"] = n
+    elif key == b"sample_hz":
+        if _dec(v) is None:
+            return "not a whole number"
+    elif key == b"target_cpu":
+        if v != b"-1" and _dec(v) is None:
+            return "not -1 or a CPU number"
+    elif key == b"chksum_window_width":
+        if v != b"absent" and _dec(v) is None:
+            return "not absent or a whole number"
+    elif _prefixed(key, b"func."):
+        if not _indexed(key, b"func.", 255):
+            return "not func.N"
+        f = _fields(v, 3)
+        if not f or not _range(f[1], f[2], True):
+            return "not NAME START END with 0 < END - START <= 1 MiB"
+    elif key in (b"window", b"window.exact"):
+        f = _fields(v, 2)
+        if not f or not _range(f[0], f[1], False):
+            return "not START END with 0 <= END - START <= 1 MiB"
+    elif _prefixed(key, b"caller.") or _prefixed(key, b"irq."):
+        if not (_indexed(key, b"caller.", 0xFFFFFFFF) or _indexed(key, b"irq.", 0xFFFFFFFF)):
+            return "not a numbered key"
+    return None
+
+
+def _trailer_value(key, v, facts):
+    if key == b"ended_ns":
+        n = _dec(v)
+        if n is None:
+            return "not a whole number"
+        if "started_ns" in facts and n < facts["started_ns"]:
+            return "ends before the header's started_ns"
+    elif any(_prefixed(key, p) for p in (b"records.", b"lost.", b"count.")):
+        n = _dec(v)
+        if n is None:
+            return "not a whole number"
+        name = key[len(b"records."):].decode("ascii", "replace") \
+            if key.startswith(b"records.") else None
+        if name in TYPE_IDS:
+            facts.setdefault("records", {})[name] = n
+    elif _prefixed(key, b"hist."):
+        pairs = v.split(b" ")
+        if len(pairs) > HIST_SLOTS or not all(pairs):
+            return "not SLOT:COUNT pairs"
+        for pair in pairs:
+            slot, colon, count = pair.partition(b":")
+            n = _dec(slot)
+            if not colon or n is None or n >= HIST_SLOTS or _dec(count) is None:
+                return "not SLOT:COUNT pairs"
+    return None
+
+
+def _printable(key):
+    return "".join(chr(c) if 0x20 < c < 0x7F else "?" for c in key[:32])
+
+
+def check_text(raw, base, trailer, facts):
+    """Check a header or trailer text (bytes, NUL padding included) as
+    loader/logtext.c does: LogError at the bad line's byte offset.  facts
+    gathers cpus, started_ns and the trailer's records.TYPE counts (with
+    their offsets)."""
+    text = raw.split(b"\0", 1)[0]
+    lines, seen, pos = [], set(), 0
+    while pos < len(text):
+        end = text.find(b"\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end]
+        if line:
+            if len(lines) == MAX_LINES:
+                raise LogError(base + pos, "more than 4096 lines")
+            key, sep, value = line.partition(b"=")
+            if not sep or not key:
+                raise LogError(base + pos, "a line that is not key=value")
+            if key in seen:
+                raise LogError(base + pos, f"key '{_printable(key)}': duplicate key")
+            seen.add(key)
+            lines.append((key, value, pos))
+        pos = end + 1
+    check = _trailer_value if trailer else _header_value
+    for key, value, at in lines:
+        why = check(key, value, facts)
+        if why:
+            raise LogError(base + at, f"key '{_printable(key)}': {why}")
+        if trailer and key.startswith(b"records."):
+            facts.setdefault("records_at", {})[key[8:].decode("ascii", "replace")] = base + at
+
+
 class Log:
-    def __init__(self, header, trailer, records, status, end_offset, reason):
+    def __init__(self, header, trailer, records, status, end_offset, reason, version,
+                 raw=(b"", None), chunks=()):
+        self.version = version
+        # The header and trailer text as bytes (NUL padding stripped), and
+        # (first record index, file offset of its body) of each chunk.
+        self.raw_header, self.raw_trailer = raw
+        self.chunks = list(chunks)
         self.header = header
         self.trailer = trailer          # None unless complete
         self.records = records          # raw uint8 (n, 64) array, file order
@@ -112,6 +260,14 @@ class Log:
         """One payload field of the given records, gathered without copying
         whole records: what millions-of-records analyses use instead of of()."""
         return self.records.view(DTYPES[kind]).reshape(-1)[name][rows]
+
+    def positions(self):
+        """The file offset of every record, in file order."""
+        out = np.zeros(len(self), np.uint64)
+        for n, (start, body) in enumerate(self.chunks):
+            end = self.chunks[n + 1][0] if n + 1 < len(self.chunks) else len(self)
+            out[start:end] = body + REC_SIZE * np.arange(end - start, dtype=np.uint64)
+        return out
 
     def heads(self):
         return np.ascontiguousarray(self.records).view(HEAD_DTYPE).reshape(-1)
@@ -166,38 +322,59 @@ def _check_records(rows, base, cpus):
 def parse(data):
     """Parse a whole log held in memory; see read().  A writable buffer
     (bytearray) is reused: the records are moved down over the chunk heads
-    so that they need no second copy."""
+    so that they need no second copy.  The checks and their order are
+    loader/logfile.c's: the differential test holds the two readers to the
+    same status, offset and record count."""
     size = len(data)
+    if size == 0:
+        raise LogError(0, "empty file, not a chkwin log")
     if size < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
         raise LogError(0, "not a chkwin log (no magic)")
-    if size < FILE_HEAD.size:
+    if size < FILE_HEAD_V1.size:
         raise LogError(size, "file ends inside the file header")
-    _, version, rec_size, hlen = FILE_HEAD.unpack_from(data, 0)
-    if version != VERSION:
+    _, version, rec_size, hlen = FILE_HEAD_V1.unpack_from(data, 0)
+    if version not in (1, VERSION):
         raise LogError(8, f"unsupported log version {version}")
+    head = FILE_HEAD_V1 if version == 1 else FILE_HEAD
+    if size < head.size:
+        raise LogError(size, "file ends inside the file header")
     if rec_size != REC_SIZE:
         raise LogError(10, f"unexpected record size {rec_size}")
     if hlen % 8:
         raise LogError(12, "header length not a multiple of 8")
-    if FILE_HEAD.size + hlen > size:
+    if head.size + hlen > size:
         raise LogError(size, "file ends inside the header text")
-    header = parse_text(data[FILE_HEAD.size:FILE_HEAD.size + hlen])
-    cpus = int(header.get("cpus", "0") or 0)
+    view = memoryview(data)
+    htext = bytes(view[head.size:head.size + hlen])
+    chain = 0
+    if version > 1:
+        chain = zlib.crc32(htext, zlib.crc32(view[:16]))
+        _, _, _, _, hcrc, reserved = FILE_HEAD.unpack_from(data, 0)
+        if hcrc != chain:
+            raise LogError(16, "header CRC mismatch")
+        if reserved:
+            raise LogError(20, "reserved file header bytes not zero")
+    facts = {}
+    check_text(htext, head.size, False, facts)
+    header = parse_text(htext)
+    cpus = facts.get("cpus", 0)
     buf = np.frombuffer(data, dtype=np.uint8)
     if not buf.flags.writeable:
         buf = buf.copy()
-    view = memoryview(data)
-    seq, off = 0, FILE_HEAD.size + hlen
+    seq, off = 0, head.size + hlen
     first = dst = off
+    chunks = []
 
     def keep(rows):
         nonlocal dst
         buf[dst:dst + rows.size] = rows.reshape(-1)     # overlap-safe move
         dst += rows.size
 
-    def done(status, trailer, end, reason):
+    def done(status, trailer, end, reason, ttext=None):
         rows = buf[first:dst].reshape(-1, REC_SIZE)
-        return Log(header, trailer, rows, status, end, reason)
+        return Log(header, trailer, rows, status, end, reason, version,
+                   (htext.split(b"\0", 1)[0],
+                    None if ttext is None else ttext.split(b"\0", 1)[0]), chunks)
 
     while off < size:
         if size - off < CHUNK_HEAD.size:
@@ -213,12 +390,20 @@ def parse(data):
             if body + count > size:
                 return done("truncated", None, size,
                             f"log truncated inside the trailer at byte {size}")
-            if zlib.crc32(view[body:body + count]) != crc:
+            if zlib.crc32(view[body:body + count], chain) != crc:
                 raise LogError(off, "trailer CRC mismatch")
             if body + count != size:
                 raise LogError(body + count, "bytes after the trailer")
-            return done("complete", parse_text(data[body:body + count]), size,
-                        "complete")
+            ttext = bytes(view[body:body + count])
+            check_text(ttext, body, True, facts)
+            counts = np.bincount(buf[first:dst:REC_SIZE], minlength=len(TYPES) + 1)
+            for num, name in TYPES.items():
+                said = facts.get("records", {}).get(name)
+                if said is not None and said != counts[num]:
+                    raise LogError(facts["records_at"][name],
+                                   f"trailer says {said} {name} records, the log has "
+                                   f"{counts[num]}")
+            return done("complete", parse_text(ttext), size, "complete", ttext)
         if magic != b"CHNK" or count == 0 or count > 1 << 24:
             raise LogError(off, "bad chunk head")
         avail = (size - body) // REC_SIZE
@@ -228,13 +413,19 @@ def parse(data):
         if avail < count:
             if bad is not None:
                 raise LogError(off, "bad record in the last chunk")
+            chunks.append(((dst - first) // REC_SIZE, body))
             keep(rows)
             return done("truncated", None, size,
                         f"log truncated inside a chunk at byte {size}")
         if bad is not None:
             raise LogError(bad, "bad record")
-        if zlib.crc32(view[body:body + count * REC_SIZE]) != crc:
+        # Version 2 chains the CRCs: a chunk moved, dropped or repeated fails.
+        want = zlib.crc32(view[body:body + count * REC_SIZE], chain)
+        if want != crc:
             raise LogError(off, "chunk CRC mismatch")
+        if version > 1:
+            chain = want
+        chunks.append(((dst - first) // REC_SIZE, body))
         keep(rows)
         off = body + count * REC_SIZE
         seq += 1

@@ -26,6 +26,10 @@ ROW_IN = 3.2
 TIME_BINS = 60
 POSITION_BINS = 50
 SLOT = 4                # one bin per instruction
+# Bounds whatever the header says: a record's offset is a u16, and a
+# figure gets one row per CPU, for at most MAX_ROWS CPUs (the busiest).
+OFFSET_SPAN = 1 << 16
+MAX_ROWS = 16
 
 
 def size_px(cpus):
@@ -52,8 +56,11 @@ def _arrivals_in_funcs(log):
 
 
 def _cpus(log):
-    n = int(log.header.get("cpus", "0") or 0)
-    return list(range(n)) if n else sorted(set(log.heads()["cpu"].tolist())) or [0]
+    """The CPUs that have records (the MAX_ROWS with the most), or [0]."""
+    cpu, n = np.unique(log.heads()["cpu"], return_counts=True)
+    if not len(cpu):
+        return [0]
+    return sorted(int(c) for c in cpu[np.argsort(-n, kind="stable")[:MAX_ROWS]])
 
 
 def _failure_marks(corr, t0):
@@ -100,7 +107,7 @@ def offset_map(log, corr, stem):
     for r, cpu in enumerate(cpus):
         for c, (n, (name, start, end)) in enumerate(funcs):
             ax = axes[r][c]
-            size = end - start
+            size = min(end - start, OFFSET_SPAN)
             xedges = np.arange(0, size + SLOT, SLOT)
             sel = (arr["cpu"] == cpu) & (arr["func"] == n)
             counts, mesh = _draw(ax, arr["offset"][sel].astype(float),
@@ -138,7 +145,7 @@ def _max_cell(arr, funcs, yedges, t0):
             s = sel & (arr["cpu"] == cpu)
             counts, _, _ = np.histogram2d(
                 arr["offset"][s].astype(float), (arr["ts"][s].astype(np.int64) - t0) / 1e9,
-                bins=(np.arange(0, end - start + SLOT, SLOT), yedges))
+                bins=(np.arange(0, min(end - start, OFFSET_SPAN) + SLOT, SLOT), yedges))
             best = max(best, counts.max())
     return best
 

@@ -1,5 +1,6 @@
-"""Synthetic chkwin logs with known answers, written in the version 1
-format of docs/log-format.md (the same layout chkwinlog reads).
+"""Synthetic chkwin logs with known answers, written in the format of
+docs/log-format.md (version 2 by default, version 1 on request: the same
+layouts chkwinlog reads).
 
 generate() lays out igets the way the lab kernel does them: an inode-table
 block completion when a block is first needed, two EXT4_CHKSUM_SEED calls
@@ -20,8 +21,8 @@ import zlib
 import numpy as np
 
 from chkwinlog import (CHUNK_HEAD, DTYPES, F_COMPLETE, F_HANDLED, F_IN_CHKSUM,
-                       F_METADATA, F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, MAGIC,
-                       REC_SIZE, TYPE_IDS, TYPES, VERSION)
+                       F_METADATA, F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, FILE_HEAD_V1,
+                       MAGIC, PROBES, REC_SIZE, TYPE_IDS, TYPES, VERSION)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
@@ -67,22 +68,31 @@ def header(cpus=2, flavour="unpatched", window="gcc49", verify="tp_btf",
     return h
 
 
-def write(path, head, records, trailer=None, chunk=4096):
+def write(path, head, records, trailer=None, chunk=4096, version=VERSION):
     """Write a log: head (dict), records (uint8 (n, 64), commit order),
-    trailer (dict, or None to leave the log truncated after the chunks)."""
+    trailer (dict, or None to leave the log truncated after the chunks).
+    Version 2 chains every CRC from the header's; version 1 has none on
+    the header and a CRC of its own per chunk."""
     htext = text_block(head)
     with open(path, "wb") as f:
-        f.write(FILE_HEAD.pack(MAGIC, VERSION, REC_SIZE, len(htext)) + htext)
+        if version == 1:
+            f.write(FILE_HEAD_V1.pack(MAGIC, 1, REC_SIZE, len(htext)) + htext)
+            chain = 0
+        else:
+            first = FILE_HEAD_V1.pack(MAGIC, version, REC_SIZE, len(htext))
+            chain = zlib.crc32(htext, zlib.crc32(first))
+            f.write(FILE_HEAD.pack(MAGIC, version, REC_SIZE, len(htext), chain, 0) + htext)
         seq = 0
         for start in range(0, len(records), chunk):
             body = np.ascontiguousarray(records[start:start + chunk]).tobytes()
-            f.write(CHUNK_HEAD.pack(b"CHNK", len(body) // REC_SIZE,
-                                    zlib.crc32(body), seq) + body)
+            crc = zlib.crc32(body, chain)
+            chain = crc if version > 1 else 0
+            f.write(CHUNK_HEAD.pack(b"CHNK", len(body) // REC_SIZE, crc, seq) + body)
             seq += 1
         if trailer is not None:
             ttext = text_block(trailer)
             f.write(struct.pack("<4sIII", b"TRLR", len(ttext),
-                                zlib.crc32(ttext), seq) + ttext)
+                                zlib.crc32(ttext, chain), seq) + ttext)
 
 
 def trailer_for(records, ended_ns):
@@ -90,7 +100,7 @@ def trailer_for(records, ended_ns):
     t = {"ended_ns": ended_ns, "ending": "signal"}
     for num, name in TYPES.items():
         t[f"records.{name}"] = int((types == num).sum())
-    for name in ("chksum", "verify", "iget", "irq", "softirq", "block", "sample"):
+    for name in PROBES:
         t[f"lost.{name}"] = 0
     t["count.chksum"] = t["records.chksum"]
     return t
@@ -114,10 +124,10 @@ class Synth:
         # What correlate's converse must say: {caller: {outcome: calls}}.
         self.outcomes = outcomes
 
-    def write(self, path, complete=True):
+    def write(self, path, complete=True, version=VERSION):
         end = int(self.records[:, 8:16].copy().view("<u8").max()) + 1000
         write(path, self.header, self.records,
-              trailer_for(self.records, end) if complete else None)
+              trailer_for(self.records, end) if complete else None, version=version)
 
 
 def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_kw):

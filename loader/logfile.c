@@ -15,8 +15,10 @@
 #include <zlib.h>
 
 #include "logfile.h"
+#include "logtext.h"
 
-#define FILE_HEAD_LEN	16
+#define FILE_HEAD_V1	16
+#define FILE_HEAD_LEN	24	/* version 2: plus the header CRC and 4 zero bytes */
 #define CHUNK_HEAD_LEN	16
 
 static const char *const rec_names[CHKWIN_REC_TYPES] = {
@@ -59,9 +61,10 @@ static uint32_t get_u32(const uint8_t *p)
 	return get_u16(p) | (uint32_t)get_u16(p + 2) << 16;
 }
 
-static uint32_t crc(const void *data, size_t len)
+/* zlib's CRC-32 of data, continuing from prev (0 to start). */
+static uint32_t crc(uint32_t prev, const void *data, size_t len)
 {
-	return (uint32_t)crc32(0L, data, (uInt)len);
+	return (uint32_t)crc32(prev, data, (uInt)len);
 }
 
 static size_t pad8(size_t len)
@@ -112,9 +115,13 @@ int chkwin_log_create(struct chkwin_log_writer *w, const char *path)
 	return 0;
 }
 
-/* A text block padded with NULs to a multiple of 8 bytes, after head. */
-static int write_text_block(struct chkwin_log_writer *w, const uint8_t *head,
-			    size_t head_len, const char *text, int crc_at)
+/*
+ * A text block padded with NULs to a multiple of 8 bytes, after head; the
+ * CRC at crc_at continues the chain over head[0, crc_from) and the text.
+ */
+static int write_text_block(struct chkwin_log_writer *w, uint8_t *head,
+			    size_t head_len, const char *text, size_t crc_at,
+			    size_t crc_from)
 {
 	size_t len = strlen(text), padded = pad8(len);
 	uint8_t *buf = calloc(1, head_len + padded);
@@ -124,10 +131,10 @@ static int write_text_block(struct chkwin_log_writer *w, const uint8_t *head,
 		fprintf(stderr, "chkwin: error: out of memory writing %s\n", w->path);
 		return -ENOMEM;
 	}
-	memcpy(buf, head, head_len);
 	memcpy(buf + head_len, text, len);
-	if (crc_at >= 0)
-		put_u32(buf + crc_at, crc(buf + head_len, padded));
+	w->chain = crc(crc(w->chain, head, crc_from), buf + head_len, padded);
+	put_u32(head + crc_at, w->chain);
+	memcpy(buf, head, head_len);
 	err = write_all(w, buf, head_len + padded);
 	free(buf);
 	return err;
@@ -141,7 +148,7 @@ int chkwin_log_header(struct chkwin_log_writer *w, const char *text)
 	put_u16(head + 8, CHKWIN_LOG_VERSION);
 	put_u16(head + 10, CHKWIN_REC_SIZE);
 	put_u32(head + 12, (uint32_t)pad8(strlen(text)));
-	return write_text_block(w, head, sizeof(head), text, -1);
+	return write_text_block(w, head, sizeof(head), text, 16, 16);
 }
 
 int chkwin_log_flush(struct chkwin_log_writer *w)
@@ -154,7 +161,8 @@ int chkwin_log_flush(struct chkwin_log_writer *w)
 		return 0;
 	memcpy(head, "CHNK", 4);
 	put_u32(head + 4, w->pending);
-	put_u32(head + 8, crc(w->chunk, body));
+	w->chain = crc(w->chain, w->chunk, body);
+	put_u32(head + 8, w->chain);
 	put_u32(head + 12, w->seq);
 	/* Head and body in one write so a stream never holds half a head. */
 	memcpy(w->out, head, sizeof(head));
@@ -183,7 +191,7 @@ int chkwin_log_trailer(struct chkwin_log_writer *w, const char *text)
 	memcpy(head, "TRLR", 4);
 	put_u32(head + 4, (uint32_t)pad8(strlen(text)));
 	put_u32(head + 12, w->seq);
-	return write_text_block(w, head, sizeof(head), text, 8);
+	return write_text_block(w, head, sizeof(head), text, 8, 0);
 }
 
 int chkwin_log_close(struct chkwin_log_writer *w)
@@ -261,57 +269,90 @@ static int emit(struct chkwin_log_view *v, const uint8_t *recs, uint32_t count,
 
 		memcpy(&rec, recs + (size_t)i * CHKWIN_REC_SIZE, sizeof(rec));
 		v->records++;
+		v->by_type[rec.h.type]++;
 		if (fn && fn(&rec, base + (uint64_t)i * CHKWIN_REC_SIZE, ctx))
 			return 1;
 	}
 	return 0;
 }
 
-static unsigned int header_cpus(const struct chkwin_log_view *v)
+/* A text block's checks (logtext.c); the offset names the bad line. */
+static int check_text(struct chkwin_log_view *v, uint64_t base, const char *text,
+		      size_t len, int trailer, struct chkwin_text_check *c)
 {
-	size_t len;
-	const char *val = chkwin_log_value(v->header, v->header_len, "cpus", &len);
-	char buf[16];
-
-	if (!val || len == 0 || len >= sizeof(buf))
+	if (!chkwin_text_check(text, len, trailer, c))
 		return 0;
-	memcpy(buf, val, len);
-	buf[len] = '\0';
-	return (unsigned int)strtoul(buf, NULL, 10);
+	return fail(v, CHKWIN_LOG_CORRUPT, base + c->bad_at, c->why);
+}
+
+/* The trailer's records.TYPE against the records read. */
+static int check_counts(struct chkwin_log_view *v, uint64_t base,
+			const struct chkwin_text_check *c)
+{
+	char why[100];
+	int i;
+
+	for (i = 1; i < CHKWIN_REC_TYPES; i++) {
+		if (!c->has_records[i] || c->records[i] == v->by_type[i])
+			continue;
+		snprintf(why, sizeof(why), "trailer says %llu %s records, the log has %llu",
+			 (unsigned long long)c->records[i], chkwin_rec_name((unsigned int)i),
+			 (unsigned long long)v->by_type[i]);
+		return fail(v, CHKWIN_LOG_CORRUPT, base + c->records_line[i], why);
+	}
+	return 0;
 }
 
 int chkwin_log_parse(const uint8_t *data, size_t size,
 		     struct chkwin_log_view *v, chkwin_rec_fn fn, void *ctx)
 {
-	uint64_t off;
-	uint32_t seq = 0, hlen;
+	struct chkwin_text_check check = { 0 };
+	uint64_t off, head_len;
+	char why[48];
+	uint32_t seq = 0, hlen, chain = 0;
 
 	memset(v, 0, sizeof(*v));
-	if (size < FILE_HEAD_LEN) {
-		if (size < sizeof(CHKWIN_LOG_MAGIC) ||
-		    memcmp(data, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC)))
-			return fail(v, CHKWIN_LOG_CORRUPT, 0, "not a chkwin log (no magic)");
-		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the file header");
-	}
-	if (memcmp(data, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC)))
+	if (size == 0)
+		return fail(v, CHKWIN_LOG_CORRUPT, 0, "empty file, not a chkwin log");
+	if (size < sizeof(CHKWIN_LOG_MAGIC) ||
+	    memcmp(data, CHKWIN_LOG_MAGIC, sizeof(CHKWIN_LOG_MAGIC)))
 		return fail(v, CHKWIN_LOG_CORRUPT, 0, "not a chkwin log (no magic)");
-	if (get_u16(data + 8) != CHKWIN_LOG_VERSION)
-		return fail(v, CHKWIN_LOG_CORRUPT, 8, "unsupported log version");
-	if (get_u16(data + 10) != CHKWIN_REC_SIZE)
-		return fail(v, CHKWIN_LOG_CORRUPT, 10, "unexpected record size");
+	if (size < FILE_HEAD_V1)
+		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the file header");
+	v->version = get_u16(data + 8);
+	if (v->version != 1 && v->version != CHKWIN_LOG_VERSION) {
+		snprintf(why, sizeof(why), "unsupported log version %u", v->version);
+		return fail(v, CHKWIN_LOG_CORRUPT, 8, why);
+	}
+	head_len = v->version == 1 ? FILE_HEAD_V1 : FILE_HEAD_LEN;
+	if (size < head_len)
+		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the file header");
+	if (get_u16(data + 10) != CHKWIN_REC_SIZE) {
+		snprintf(why, sizeof(why), "unexpected record size %u", get_u16(data + 10));
+		return fail(v, CHKWIN_LOG_CORRUPT, 10, why);
+	}
 	hlen = get_u32(data + 12);
 	if (hlen % 8)
 		return fail(v, CHKWIN_LOG_CORRUPT, 12, "header length not a multiple of 8");
-	if (FILE_HEAD_LEN + (uint64_t)hlen > size)
+	if (head_len + (uint64_t)hlen > size)
 		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the header text");
-	v->header = (const char *)data + FILE_HEAD_LEN;
-	v->header_len = text_len(data + FILE_HEAD_LEN, hlen);
-	v->cpus = header_cpus(v);
+	if (v->version > 1) {
+		chain = crc(crc(0, data, 16), data + head_len, hlen);
+		if (get_u32(data + 16) != chain)
+			return fail(v, CHKWIN_LOG_CORRUPT, 16, "header CRC mismatch");
+		if (get_u32(data + 20))
+			return fail(v, CHKWIN_LOG_CORRUPT, 20, "reserved file header bytes not zero");
+	}
+	v->header = (const char *)data + head_len;
+	v->header_len = text_len(data + head_len, hlen);
+	if (check_text(v, head_len, v->header, v->header_len, 0, &check))
+		return -1;
+	v->cpus = check.cpus;
 
-	off = FILE_HEAD_LEN + hlen;
+	off = head_len + hlen;
 	while (off < size) {
 		const uint8_t *head = data + off;
-		uint32_t count, sum;
+		uint32_t count, sum, want;
 		uint64_t body_off = off + CHUNK_HEAD_LEN, avail;
 		long bad;
 
@@ -326,17 +367,20 @@ int chkwin_log_parse(const uint8_t *data, size_t size,
 				return fail(v, CHKWIN_LOG_CORRUPT, off + 4, "bad trailer length");
 			if (body_off + count > size)
 				return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside the trailer");
-			if (crc(data + body_off, count) != sum)
+			want = crc(v->version > 1 ? chain : 0, data + body_off, count);
+			if (want != sum)
 				return fail(v, CHKWIN_LOG_CORRUPT, off, "trailer CRC mismatch");
-			v->trailer = (const char *)data + body_off;
-			v->trailer_len = text_len(data + body_off, count);
 			if (body_off + count != size)
 				return fail(v, CHKWIN_LOG_CORRUPT, body_off + count,
 					    "bytes after the trailer");
+			v->trailer = (const char *)data + body_off;
+			v->trailer_len = text_len(data + body_off, count);
+			if (check_text(v, body_off, v->trailer, v->trailer_len, 1, &check) ||
+			    check_counts(v, body_off, &check))
+				return -1;
 			v->status = CHKWIN_LOG_COMPLETE;
 			v->offset = size;
-			snprintf(v->reason, sizeof(v->reason), "complete: %llu records",
-				 (unsigned long long)v->records);
+			snprintf(v->reason, sizeof(v->reason), "complete");
 			return 0;
 		}
 		if (memcmp(head, "CHNK", 4) || count == 0 || count > (1u << 24))
@@ -354,8 +398,12 @@ int chkwin_log_parse(const uint8_t *data, size_t size,
 		if (bad >= 0)
 			return fail(v, CHKWIN_LOG_CORRUPT, body_off + (uint64_t)bad * CHKWIN_REC_SIZE,
 				    "bad record");
-		if (crc(data + body_off, (size_t)count * CHKWIN_REC_SIZE) != sum)
+		/* Version 2 chains the CRCs: a chunk moved, dropped or repeated fails. */
+		want = crc(v->version > 1 ? chain : 0, data + body_off,
+			   (size_t)count * CHKWIN_REC_SIZE);
+		if (want != sum)
 			return fail(v, CHKWIN_LOG_CORRUPT, off, "chunk CRC mismatch");
+		chain = want;
 		if (emit(v, data + body_off, count, body_off, fn, ctx))
 			return 0;
 		off = body_off + (uint64_t)count * CHKWIN_REC_SIZE;

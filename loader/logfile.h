@@ -10,13 +10,14 @@
 #include "chkwin.h"
 
 #define CHKWIN_LOG_MAGIC	"CHKWLOG"	/* plus its NUL: 8 bytes */
-#define CHKWIN_LOG_VERSION	1
+#define CHKWIN_LOG_VERSION	2	/* written; version 1 logs still read */
 #define CHKWIN_CHUNK_RECS	1024
 
 struct chkwin_log_writer {
 	int fd;
 	const char *path;
 	uint32_t seq;			/* chunks written so far */
+	uint32_t chain;			/* CRC of the header and every block so far */
 	uint32_t pending;		/* records buffered in chunk */
 	struct chkwin_rec chunk[CHKWIN_CHUNK_RECS];
 	uint8_t out[16 + CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE];	/* head + chunk */
@@ -48,7 +49,9 @@ struct chkwin_log_view {
 	const char *trailer;		/* NULL when there is none */
 	size_t trailer_len;
 	unsigned int cpus;		/* from the header, 0 if absent */
+	unsigned int version;
 	uint64_t records;
+	uint64_t by_type[CHKWIN_REC_TYPES];
 	enum chkwin_log_status status;
 	uint64_t offset;		/* truncated: file size; corrupt: damage */
 	char reason[160];

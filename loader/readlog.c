@@ -25,7 +25,7 @@ struct field {
 static const char *const csv_columns[] = {
 	"end_ns", "ino", "dev", "stored", "computed", "err", "pc", "sp", "irq",
 	"class", "el", "func", "offset", "ipi", "caller", "seed", "length",
-	"result", "irqs", "vec", "sector", "nr_sectors", "cmd_flags", "error",
+	"result", "irqs", "vec", "sector", "nr_sectors", "cmd_flags", "error", "block",
 };
 
 #define NCOLS (sizeof(csv_columns) / sizeof(csv_columns[0]))
@@ -56,6 +56,12 @@ static const char *class_name(unsigned int c)
 	return c < CHKWIN_CLASSES ? chkwin_class_names[c] : "?";
 }
 
+/*
+ * A record's fields in the order of its struct (docs/log-format.md):
+ * integers, except class (its name), ipi (a string) and pc and sp (hex
+ * strings, which JSON numbers could not hold exactly).  analysis/logjson.py
+ * prints the same, byte for byte.
+ */
 static int rec_fields(const struct chkwin_rec *r, struct field *f)
 {
 	int n = 0;
@@ -63,11 +69,11 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 	switch (r->h.type) {
 	case CHKWIN_REC_CHKSUM:
 		n = add(f, n, "end_ns", 0, "%llu", r->chksum.end_ns);
-		n = add(f, n, "caller", 0, "%llu", r->chksum.caller);
 		n = add(f, n, "seed", 0, "%llu", r->chksum.seed);
 		n = add(f, n, "length", 0, "%llu", r->chksum.length);
 		n = add(f, n, "result", 0, "%llu", r->chksum.result);
 		n = add(f, n, "dev", 0, "%llu", r->chksum.dev);
+		n = add(f, n, "caller", 0, "%llu", r->chksum.caller);
 		n = add(f, n, "irqs", 0, "%llu", r->chksum.irqs);
 		break;
 	case CHKWIN_REC_VERIFY:
@@ -86,14 +92,14 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 		n = add(f, n, "err", 0, "%lld", (unsigned long long)(long long)r->iget.err);
 		break;
 	case CHKWIN_REC_IRQ:
-		n = add(f, n, "end_ns", 0, "%llu", r->irq.end_ns);
-		n = add(f, n, "irq", 0, "%llu", r->irq.irq);
-		n = add_str(f, n, "class", class_name(r->irq.class), 16);
 		n = add(f, n, "pc", 1, "0x%llx", r->irq.pc);
 		n = add(f, n, "sp", 1, "0x%llx", r->irq.sp);
+		n = add(f, n, "end_ns", 0, "%llu", r->irq.end_ns);
+		n = add(f, n, "irq", 0, "%llu", r->irq.irq);
+		n = add(f, n, "offset", 0, "%llu", r->irq.offset);
+		n = add_str(f, n, "class", class_name(r->irq.class), 16);
 		n = add(f, n, "el", 0, "%llu", r->irq.el);
 		n = add(f, n, "func", 0, "%llu", r->irq.func);
-		n = add(f, n, "offset", 0, "%llu", r->irq.offset);
 		n = add_str(f, n, "ipi", r->irq.ipi, sizeof(r->irq.ipi));
 		break;
 	case CHKWIN_REC_SOFTIRQ:
@@ -108,12 +114,12 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 		n = add(f, n, "error", 0, "%lld", (unsigned long long)(long long)r->block.error);
 		break;
 	case CHKWIN_REC_SAMPLE:
-		n = add_str(f, n, "class", class_name(r->sample.class), 16);
 		n = add(f, n, "pc", 1, "0x%llx", r->sample.pc);
 		n = add(f, n, "sp", 1, "0x%llx", r->sample.sp);
+		n = add(f, n, "offset", 0, "%llu", r->sample.offset);
+		n = add_str(f, n, "class", class_name(r->sample.class), 16);
 		n = add(f, n, "el", 0, "%llu", r->sample.el);
 		n = add(f, n, "func", 0, "%llu", r->sample.func);
-		n = add(f, n, "offset", 0, "%llu", r->sample.offset);
 		break;
 	}
 	return n;
@@ -237,10 +243,13 @@ int chkwin_read_log(const char *path, enum chkwin_format format)
 		chkwin_log_parse(data, (size_t)st.st_size, &v, print_rec, &rd);
 	if (v.trailer)
 		print_text_block(format, "trailer", v.trailer, v.trailer_len);
-	if (format == FORMAT_JSON)
-		printf("{\"status\":\"%s\",\"records\":%llu,\"offset\":%llu,\"reason\":\"%s\"}\n",
+	if (format == FORMAT_JSON) {
+		printf("{\"status\":\"%s\",\"records\":%llu,\"offset\":%llu,\"reason\":",
 		       status_names[v.status], (unsigned long long)v.records,
-		       (unsigned long long)v.offset, v.reason);
+		       (unsigned long long)v.offset);
+		json_str(stdout, v.reason, sizeof(v.reason));
+		puts("}");
+	}
 	fflush(stdout);
 	if (data)
 		munmap((void *)data, (size_t)st.st_size);

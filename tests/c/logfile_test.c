@@ -89,8 +89,8 @@ static uint8_t *write_log(size_t *size, uint64_t *chunk2_off)
 	unlink(path);
 	free(w);
 	*size = (size_t)len;
-	/* file head 16 + header text 24 + chunk head 16 + a full chunk */
-	*chunk2_off = 16 + 24 + 16 + (uint64_t)CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE;
+	/* file head 24 + header text 24 + chunk head 16 + a full chunk */
+	*chunk2_off = 24 + 24 + 16 + (uint64_t)CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE;
 	return data;
 }
 
@@ -98,7 +98,7 @@ int main(void)
 {
 	struct chkwin_log_view v;
 	struct seen s = { 0, 0, 1 };
-	uint64_t chunk2, first_rec = 16 + 24 + 16;
+	uint64_t chunk2, first_rec = 24 + 24 + 16;
 	size_t size, cut, len;
 	uint8_t *data = write_log(&size, &chunk2), *copy;
 	const char *val;
@@ -118,7 +118,7 @@ int main(void)
 		uint64_t whole;
 		int ret = chkwin_log_parse(data, cut, &v, NULL, NULL);
 
-		if (cut < 16 + 24) {
+		if (cut < 24 + 24) {
 			CHECK(ret == -1, "cut %zu inside the header must be rejected", cut);
 			continue;
 		}
@@ -164,6 +164,22 @@ int main(void)
 	copy[size - 3] ^= 1;
 	CHECK(chkwin_log_parse(copy, size, &v, NULL, NULL) == -1 &&
 	      v.status == CHKWIN_LOG_CORRUPT, "trailer text: %s", v.reason);
+	/* A header byte changed: version 2's header CRC. */
+	memcpy(copy, data, size);
+	copy[24 + 2] ^= 1;
+	CHECK(chkwin_log_parse(copy, size, &v, NULL, NULL) == -1 && v.offset == 16,
+	      "header flip: %s", v.reason);
+	/*
+	 * The first chunk dropped, the sequence numbers fixed up: the chained
+	 * CRCs do not follow on from the header.
+	 */
+	len = size - (chunk2 - (first_rec - 16));
+	memcpy(copy, data, first_rec - 16);
+	memcpy(copy + first_rec - 16, data + chunk2, size - chunk2);
+	copy[first_rec - 16 + 12] = 0;
+	copy[len - 32 + 12] -= 1;	/* the trailer: 16-byte head, 16 bytes of text */
+	CHECK(chkwin_log_parse(copy, len, &v, NULL, NULL) == -1 &&
+	      v.offset == first_rec - 16, "dropped chunk: %s", v.reason);
 	copy = realloc(copy, size + 8);
 	memcpy(copy, data, size);
 	memset(copy + size, 0, 8);
