@@ -351,25 +351,35 @@ int BPF_KRETPROBE(chksum_update_return)
 	return 0;
 }
 
-SEC("tp_btf/ext4_inode_csum_verify")
-int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
+/* One verdict: counted, then recorded (caller and block with F_METADATA). */
+static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
+				    __u8 flags, __u16 caller, __u64 block)
 {
 	struct chkwin_rec *r;
 
 	if (!cpu_wanted())
-		return 0;
+		return;
 	count(CHKWIN_CNT_VERIFY);
 	if (stored != computed)
 		count(CHKWIN_CNT_VERIFY_BAD);
 	r = reserve(CHKWIN_PROBE_VERIFY, CHKWIN_REC_VERIFY);
 	if (!r)
-		return 0;
-	r->h.flags = stored != computed ? CHKWIN_F_MISMATCH : 0;
-	r->verify.ino = BPF_CORE_READ(inode, i_ino);
-	r->verify.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		return;
+	r->h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
+	r->verify.ino = ino;
+	r->verify.dev = dev;
 	r->verify.stored = stored;
 	r->verify.computed = computed;
+	r->verify.caller = caller;
+	r->verify.block = block;
 	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/ext4_inode_csum_verify")
+int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
+{
+	verdict(BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), stored,
+		computed, 0, 0, 0);
 	return 0;
 }
 
@@ -378,24 +388,8 @@ SEC("tp_btf/ext4_metadata_csum_verify")
 int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned long ino,
 	     u64 block, u32 stored, u32 computed)
 {
-	struct chkwin_rec *r;
-
-	if (!cpu_wanted())
-		return 0;
-	count(CHKWIN_CNT_VERIFY);
-	if (stored != computed)
-		count(CHKWIN_CNT_VERIFY_BAD);
-	r = reserve(CHKWIN_PROBE_VERIFY, CHKWIN_REC_VERIFY);
-	if (!r)
-		return 0;
-	r->h.flags = CHKWIN_F_METADATA | (stored != computed ? CHKWIN_F_MISMATCH : 0);
-	r->verify.ino = ino;
-	r->verify.dev = BPF_CORE_READ(sb, s_dev);
-	r->verify.stored = stored;
-	r->verify.computed = computed;
-	r->verify.caller = caller;
-	r->verify.block = block;
-	bpf_ringbuf_submit(r, 0);
+	verdict(ino, BPF_CORE_READ(sb, s_dev), stored, computed, CHKWIN_F_METADATA, caller,
+		block);
 	return 0;
 }
 
