@@ -41,6 +41,12 @@ all: kernels
 deps:
 	@dpkg --print-foreign-architectures | grep -qx arm64 || \
 		{ echo "deps: adding the arm64 architecture"; dpkg --add-architecture arm64; }
+	@# Backports (Debian's 6.12 kernel): not automatic, so no 6.1 choice changes.
+	@grep -rqs '^Suites:.*bookworm-backports\|bookworm-backports main' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/ || \
+		{ echo "deps: adding bookworm-backports to apt's sources"; \
+		printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			> /etc/apt/sources.list.d/chkwin-backports.sources && apt-get update -q; }
 	@missing=$$(for p in $(DEBS) $(ARM64_DEBS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -173,6 +173,9 @@ def parse_args():
     ap.add_argument("--flavour", choices=["unpatched", "patched", "stock"],
                     default="unpatched",
                     help="a lab kernel, or Debian's own (guest/stockkernel.py)")
+    ap.add_argument("--stock-package", metavar="NAME",
+                    help="with --flavour stock: which Debian linux-image-*-arm64 "
+                         "(default: guest/stockkernel.py's, the newest 6.1)")
     ap.add_argument("--scenario", type=scenario, required=True)
     ap.add_argument("--duration", type=positive, default=10,
                     help="guest seconds the scenario runs")
@@ -212,11 +215,14 @@ def main():
     if args.root == "debian" and args.flavour == "stock":
         die("--root debian needs a lab kernel: the stock kernel's ext4 and "
             "virtio are modules, which only its initramfs loads")
+    if args.stock_package and args.flavour != "stock":
+        die("--stock-package goes with --flavour stock")
     if args.flavour == "stock":
         # The same scenarios, with the modules the stock kernel needs.
+        which = ["--package", args.stock_package] if args.stock_package else []
         kernel = args.kernel or pathlib.Path(helper_output(
-            "stockkernel.py", "--print-dir")) / "Image"
-        initramfs = args.initramfs or helper_output("stockkernel.py",
+            "stockkernel.py", *which, "--print-dir")) / "Image"
+        initramfs = args.initramfs or helper_output("stockkernel.py", *which,
                                                     "--print-initramfs")
     else:
         kernel = args.kernel or pathlib.Path(helper_output(
@@ -262,7 +268,8 @@ def main():
     uptimes = UPTIME_RE.findall(text)
     failures = kmsg.failures(text)
     calls = CALLS_RE.findall(text)
-    status = {"flavour": args.flavour, "root": args.root, "scenario": args.scenario,
+    status = {"flavour": args.flavour, "stock_package": args.stock_package,
+              "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
               "singlestep": args.singlestep,
               "ending": ending, "qemu_exit": proc.returncode,

@@ -1,15 +1,20 @@
 #!/usr/bin/python3
 """Debian's own arm64 kernel, unmodified, ready for guest/run.py --flavour stock.
 
-The linux-image-6.1.0-N-arm64 package is fetched with apt-get download
-(--package, else the newest already in $CHKWIN_CACHE/debs, else the
-newest N apt knows; kept in $CHKWIN_CACHE/debs) and unpacked, never installed.  Its dpkg-deb -x tree
-is reduced to what the guest needs: `Image` (the gzip-compressed vmlinuz,
-decompressed), `config`, `release`, and in `modules/` the virtio, ext4
-and crc32c modules (.ko, decompressed if the package compressed them)
-with `order`, their names in an order that insmod can follow (each after
-the modules its modinfo `depends=` names).  The directory
-$CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this script.
+Any Debian linux-image-*-arm64 package: bookworm's linux-image-6.1.0-N-arm64
+or bookworm-backports' linux-image-6.12.N+deb12-arm64 (make deps adds
+backports to apt's sources; its packages are never picked unless named,
+since backports is not automatic).  The package is fetched with apt-get
+download (--package, else the newest 6.1 already in $CHKWIN_CACHE/debs,
+else the newest 6.1 apt knows; kept in $CHKWIN_CACHE/debs) and unpacked,
+never installed.  Its dpkg-deb -x tree is reduced to what the guest needs:
+`Image` (the gzip-compressed vmlinuz, decompressed), `config`, `release`,
+and in `modules/` the virtio, ext4 and crc32c modules that are not built
+in (modules.builtin says which are; .ko, decompressed if the package
+compressed them) with `order`, their names in an order that insmod can
+follow (each after the modules its modinfo `depends=` names).  The
+directory $CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this
+script.
 
     /usr/bin/python3 guest/stockkernel.py [--package NAME] [--print-dir]
         [--print-initramfs] [--print-system-map]
@@ -37,7 +42,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import initramfs  # noqa: E402
 from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 
-PACKAGE_RE = re.compile(r"^linux-image-6\.1\.0-(\d+)-arm64$")
+# The generic arm64 flavour of any Debian kernel (not -16k, -rt, -cloud,
+# -unsigned or -dbg): 6.1.0-27, 6.12.95+deb12.
+PACKAGE_RE = re.compile(r"^linux-image-(\d+)\.(\d+)\.(\d+)(?:-(\d+))?(?:\+deb\d+(?:\.\d+)?)?-arm64$")
+DEFAULT_SERIES = (6, 1)
 # What the guest loads: the virtio transport and its devices (test disk,
 # results and log ports), ext4, and crc32c_generic, which ext4 asks the
 # crypto API for by name (a softdep, so modinfo's depends= misses it).
@@ -46,12 +54,18 @@ WANTED = ["virtio_pci", "virtio_blk", "virtio_console", "crc32c_generic", "ext4"
 GUEST_MODULES = "/lib/modules/stock"
 
 
+def version_key(name):
+    """(major, minor, patch, abi) of a package name PACKAGE_RE takes."""
+    m = PACKAGE_RE.match(name)
+    return tuple(int(g or 0) for g in m.groups())
+
+
 def newest_package():
-    """The highest-numbered linux-image-6.1.0-N-arm64 in apt's lists."""
+    """The highest-numbered 6.1 linux-image-*-arm64 in apt's lists."""
     out = run_or_die(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
                      "apt-cache pkgnames").stdout.split()
-    found = sorted((int(m.group(1)), name) for name in out
-                   if (m := PACKAGE_RE.match(name)))
+    found = sorted((version_key(name), name) for name in out
+                   if PACKAGE_RE.match(name) and version_key(name)[:2] == DEFAULT_SERIES)
     if not found:
         die("apt knows no linux-image-6.1.0-N-arm64 package: run "
             "'dpkg --add-architecture arm64 && apt-get update' (make deps)")
@@ -61,7 +75,8 @@ def newest_package():
 def package_deb(package):
     """The package's arm64 .deb, downloaded once into the cache."""
     if not PACKAGE_RE.match(package):
-        die(f"--package {package!r} is not linux-image-6.1.0-N-arm64")
+        die(f"--package {package!r} is not a Debian linux-image-VERSION-arm64 "
+            "(e.g. linux-image-6.1.0-27-arm64, linux-image-6.12.95+deb12-arm64)")
     debs = cache_root() / "debs"
     debs.mkdir(exist_ok=True)
     found = sorted(debs.glob(f"{package}_*_arm64.deb"))
@@ -86,12 +101,13 @@ def modinfo(path, field):
     return [m for m in out.replace(",", " ").split() if m]
 
 
-def load_order(kos):
-    """WANTED and everything they depend on, dependencies first."""
+def load_order(kos, builtin):
+    """WANTED and everything they depend on, dependencies first; what the
+    kernel has built in is left out."""
     order, visiting = [], set()
 
     def visit(name, wanted_by):
-        if name in order:
+        if name in order or name in builtin:
             return
         if name in visiting:
             die(f"module dependency loop through {name}")
@@ -107,6 +123,11 @@ def load_order(kos):
     for name in WANTED:
         visit(name, "the guest")
     return order
+
+
+def module_name(filename):
+    """virtio_pci for virtio-pci.ko, virtio_pci.ko.xz, ..."""
+    return filename.split(".ko")[0].replace("-", "_")
 
 
 def unpack(deb, outdir):
@@ -132,12 +153,16 @@ def unpack(deb, outdir):
         (outdir / "release").write_text(release + "\n")
 
         kos = {}
-        for path in (root / "lib" / "modules" / release).rglob("*.ko*"):
-            name = path.name.split(".ko")[0].replace("-", "_")
-            kos[name] = path
+        moddir = root / "lib" / "modules" / release
+        for path in moddir.rglob("*.ko*"):
+            kos[module_name(path.name)] = path
+        builtin = moddir / "modules.builtin"
+        if not builtin.is_file():
+            die(f"{deb.name} has no lib/modules/{release}/modules.builtin")
         mods = outdir / "modules"
         mods.mkdir()
-        order = load_order(kos)
+        order = load_order(kos, {module_name(pathlib.PurePath(line).name)
+                                 for line in builtin.read_text().split()})
         for name in order:
             data = kos[name].read_bytes()
             if kos[name].name.endswith(".ko.xz"):
@@ -149,11 +174,12 @@ def unpack(deb, outdir):
 
 
 def cached_package():
-    """The highest-numbered package already in the cache, or None: once
+    """The highest-numbered 6.1 package already in the cache, or None: once
     fetched, a kernel stays the default even when apt learns a newer one."""
-    found = sorted((int(m.group(1)), m.group(0)) for deb in
-                   (cache_root() / "debs").glob("linux-image-*_arm64.deb")
-                   if (m := PACKAGE_RE.match(deb.name.split("_")[0])))
+    names = [deb.name.split("_")[0]
+             for deb in (cache_root() / "debs").glob("linux-image-*_arm64.deb")]
+    found = sorted((version_key(n), n) for n in names
+                   if PACKAGE_RE.match(n) and version_key(n)[:2] == DEFAULT_SERIES)
     return found[-1][1] if found else None
 
 
@@ -209,8 +235,9 @@ def initramfs_adds(kdir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--package", help="linux-image-6.1.0-N-arm64 "
-                    "(default: the newest cached, else the newest apt knows)")
+    ap.add_argument("--package", help="linux-image-VERSION-arm64, e.g. "
+                    "linux-image-6.12.95+deb12-arm64 (default: the newest 6.1 cached, "
+                    "else the newest 6.1 apt knows)")
     ap.add_argument("--print-dir", action="store_true",
                     help="print the kernel directory on stdout")
     ap.add_argument("--print-initramfs", action="store_true",

@@ -50,12 +50,15 @@ await_line() {
 	fail "$5"
 }
 
-# start_chkwin ERRFILE ARGS...: starts chkwin in the background (its pid in
-# chkwin_pid, stderr to ERRFILE) and returns once every probe is attached.
+# start_chkwin OUTFILE ERRFILE ARGS...: starts chkwin in the background
+# (its pid in chkwin_pid, stdout to OUTFILE, stderr to ERRFILE) and returns
+# once every probe is attached.  Not for a redirected call: its own error
+# lines go to stdout.
 start_chkwin() {
-	err=$1
-	shift
-	chkwin "$@" 2> "$err" &
+	out=$1
+	err=$2
+	shift 2
+	chkwin "$@" > "$out" 2> "$err" &
 	chkwin_pid=$!
 	await_line '^chkwin: recording' "$err" $chkwin_pid 600 "chkwin did not start recording"
 }
