@@ -48,7 +48,9 @@ def boot(args, out, root="initramfs", extra="", slack=300):
         append += " " + extra
     # The watchdog's default allows for one piece; the boot runs them all.
     pieces = args.rounds * (1 + len(args.modes)) + len(args.rates.split(",") if args.rates else [])
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--root", root,
+    package = getattr(args, "stock_package", None)    # peers.py has no such option
+    which = ["--stock-package", package] if package else []
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, *which, "--root", root,
            "--scenario", "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
            "--append", append, "--timeout", str(4 * pieces * args.seconds + slack),
            "--out", str(out)]
@@ -110,6 +112,8 @@ def slowdown(name, pieces, mode, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flavour", default="unpatched", choices=["unpatched", "patched", "stock"])
+    ap.add_argument("--stock-package", help="with --flavour stock: guest/run.py's "
+                    "--stock-package (a package name or a series such as 6.12)")
     ap.add_argument("--window", default="off", help="ext4.chksum_window for the boot")
     ap.add_argument("--seconds", type=int, default=15,
                     help="guest seconds of each measured piece")
@@ -165,8 +169,13 @@ def main():
                   "only way it has to give the interrupted pc.  Its readers drain "
                   "trace_pipe_raw every 0.2 s, and each read returns a whole page, "
                   "full or not.")
-    print_section("Stock kernel: fallback overhead" if args.flavour == "stock"
-                  else "Recording cost", intro, rows)
+    if args.flavour != "stock":
+        title = "Recording cost"
+    elif args.stock_package:
+        title = f"Stock kernel {args.stock_package}: recording cost"
+    else:
+        title = "Stock kernel: fallback overhead"
+    print_section(title, intro, rows)
 
 
 if __name__ == "__main__":

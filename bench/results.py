@@ -28,6 +28,10 @@ BENCHES = {
     "analysis": ["bench/analysis_bench.py"],
     "stock": ["bench/loader_bench.py", "--flavour", "stock", "--modes", "fallback",
               "--rates", "", "--seconds", "10"],
+    # Debian's 6.12: the plan chkwin makes by itself (fexit, __irq_regs,
+    # chksum_update by address) beside the 6.1-style fallback.
+    "stock612": ["bench/loader_bench.py", "--flavour", "stock", "--stock-package", "6.12",
+                 "--modes", "chkwin,fallback", "--rates", "", "--seconds", "10"],
     "stackscan": ["bench/stackscan_bench.py"],
     "peers": ["bench/peers.py"],
     "dose": ["bench/dose_bench.py"],

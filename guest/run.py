@@ -174,8 +174,9 @@ def parse_args():
                     default="unpatched",
                     help="a lab kernel, or Debian's own (guest/stockkernel.py)")
     ap.add_argument("--stock-package", metavar="NAME",
-                    help="with --flavour stock: which Debian linux-image-*-arm64 "
-                         "(default: guest/stockkernel.py's, the newest 6.1)")
+                    help="with --flavour stock: which Debian linux-image-*-arm64, "
+                         "or a series such as 6.12 (default: guest/stockkernel.py's, "
+                         "the newest 6.1)")
     ap.add_argument("--scenario", type=scenario, required=True)
     ap.add_argument("--duration", type=positive, default=10,
                     help="guest seconds the scenario runs")

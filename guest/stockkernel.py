@@ -5,8 +5,9 @@ Any Debian linux-image-*-arm64 package: bookworm's linux-image-6.1.0-N-arm64
 or bookworm-backports' linux-image-6.12.N+deb12-arm64 (make deps adds
 backports to apt's sources; its packages are never picked unless named,
 since backports is not automatic).  The package is fetched with apt-get
-download (--package, else the newest 6.1 already in $CHKWIN_CACHE/debs,
-else the newest 6.1 apt knows; kept in $CHKWIN_CACHE/debs) and unpacked,
+download (--package NAME or SERIES such as 6.12, default 6.1: the newest of the
+series already in $CHKWIN_CACHE/debs, else the newest apt can fetch; kept
+in $CHKWIN_CACHE/debs) and unpacked,
 never installed.  Its dpkg-deb -x tree is reduced to what the guest needs:
 `Image` (the gzip-compressed vmlinuz, decompressed), `config`, `release`,
 and in `modules/` the virtio, ext4 and crc32c modules that are not built
@@ -46,6 +47,7 @@ from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
 # -unsigned or -dbg): 6.1.0-27, 6.12.95+deb12.
 PACKAGE_RE = re.compile(r"^linux-image-(\d+)\.(\d+)\.(\d+)(?:-(\d+))?(?:\+deb\d+(?:\.\d+)?)?-arm64$")
 DEFAULT_SERIES = (6, 1)
+SERIES_RE = re.compile(r"^(\d+)\.(\d+)$")
 # What the guest loads: the virtio transport and its devices (test disk,
 # results and log ports), ext4, and crc32c_generic, which ext4 asks the
 # crypto API for by name (a softdep, so modinfo's depends= misses it).
@@ -60,16 +62,21 @@ def version_key(name):
     return tuple(int(g or 0) for g in m.groups())
 
 
-def newest_package():
-    """The highest-numbered 6.1 linux-image-*-arm64 in apt's lists."""
-    out = run_or_die(["apt-cache", "pkgnames", "linux-image-6.1.0-"],
-                     "apt-cache pkgnames").stdout.split()
-    found = sorted((version_key(name), name) for name in out
-                   if PACKAGE_RE.match(name) and version_key(name)[:2] == DEFAULT_SERIES)
-    if not found:
-        die("apt knows no linux-image-6.1.0-N-arm64 package: run "
-            "'dpkg --add-architecture arm64 && apt-get update' (make deps)")
-    return found[-1][1]
+def newest_package(series):
+    """The highest-numbered linux-image-*-arm64 of a series (6, 1) that apt
+    can fetch (its lists also name packages they no longer carry)."""
+    prefix = "linux-image-%d.%d." % series
+    out = run_or_die(["apt-cache", "pkgnames", prefix], "apt-cache pkgnames").stdout.split()
+    found = sorted(((version_key(name), name) for name in out
+                    if PACKAGE_RE.match(name) and version_key(name)[:2] == series),
+                   reverse=True)
+    for _, name in found:
+        policy = run_or_die(["apt-cache", "policy", f"{name}:arm64"],
+                            f"apt-cache policy {name}").stdout
+        if "Candidate:" in policy and "Candidate: (none)" not in policy:
+            return name
+    die(f"apt can fetch no {prefix}*-arm64 package: run 'make deps' "
+        "(it adds the arm64 architecture and bookworm-backports)")
 
 
 def package_deb(package):
@@ -173,19 +180,30 @@ def unpack(deb, outdir):
         (mods / "order").write_text("".join(n + "\n" for n in order))
 
 
-def cached_package():
-    """The highest-numbered 6.1 package already in the cache, or None: once
-    fetched, a kernel stays the default even when apt learns a newer one."""
+def cached_package(series):
+    """The highest-numbered package of a series already in the cache, or
+    None: once fetched, a kernel stays the default even when apt learns a
+    newer one."""
     names = [deb.name.split("_")[0]
              for deb in (cache_root() / "debs").glob("linux-image-*_arm64.deb")]
     found = sorted((version_key(n), n) for n in names
-                   if PACKAGE_RE.match(n) and version_key(n)[:2] == DEFAULT_SERIES)
+                   if PACKAGE_RE.match(n) and version_key(n)[:2] == series)
     return found[-1][1] if found else None
+
+
+def resolve(package):
+    """A package name from a name, a series "6.12" or None (the 6.1 series):
+    for a series, the newest cached, else the newest apt can fetch."""
+    m = SERIES_RE.match(package or "")
+    if package and not m:
+        return package
+    series = (int(m.group(1)), int(m.group(2))) if m else DEFAULT_SERIES
+    return cached_package(series) or newest_package(series)
 
 
 def build(package=None):
     """Return the stock kernel's directory, unpacking on a cache miss."""
-    deb = package_deb(package or cached_package() or newest_package())
+    deb = package_deb(resolve(package))
     key = Key("stockkernel").add_file(deb).add_file(__file__)
     outdir, _ = cached(
         cache_root() / "stock" / f"{deb.name.split('_')[0]}-{key.hexdigest()}",
@@ -236,8 +254,8 @@ def initramfs_adds(kdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--package", help="linux-image-VERSION-arm64, e.g. "
-                    "linux-image-6.12.95+deb12-arm64 (default: the newest 6.1 cached, "
-                    "else the newest 6.1 apt knows)")
+                    "linux-image-6.12.95+deb12-arm64, or a series such as 6.12: its "
+                    "newest cached, else the newest apt can fetch (default: 6.1)")
     ap.add_argument("--print-dir", action="store_true",
                     help="print the kernel directory on stdout")
     ap.add_argument("--print-initramfs", action="store_true",

@@ -159,6 +159,23 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	choose_programs(s, p);
 }
 
+/*
+ * A program's link: by its section, except the chksum_update kprobes when
+ * the plan resolved an ambiguous name to an address.
+ */
+static struct bpf_link *attach_one(struct run *r, struct bpf_program *prog)
+{
+	bool ret = prog == r->skel->progs.chksum_update_return;
+
+	if (r->plan.chksum_update_addr && (ret || prog == r->skel->progs.chksum_update_entry)) {
+		LIBBPF_OPTS(bpf_kprobe_opts, opts, .offset = r->plan.chksum_update_addr,
+			    .retprobe = ret);
+
+		return bpf_program__attach_kprobe_opts(prog, NULL, &opts);
+	}
+	return bpf_program__attach(prog);
+}
+
 static int attach_all(struct run *r)
 {
 	struct bpf_program *prog;
@@ -168,7 +185,7 @@ static int attach_all(struct run *r)
 
 		if (!bpf_program__autoload(prog) || prog == r->skel->progs.sample)
 			continue;
-		link = bpf_program__attach(prog);
+		link = attach_one(r, prog);
 		if (!link) {
 			int err = -errno;
 

@@ -101,13 +101,40 @@ uint64_t ksyms_addr(const struct ksyms *k, const char *name)
 	return s ? s->addr : 0;
 }
 
+const struct ksym *ksyms_pick(const struct ksyms *k, const char *name,
+			      const char *module, int *count)
+{
+	const struct ksym *only = NULL, *in_module = NULL;
+	size_t i;
+
+	*count = 0;
+	for (i = 0; i < k->count; i++) {
+		const struct ksym *s = &k->syms[i];
+
+		if (strcmp(s->name, name))
+			continue;
+		++*count;
+		only = s;
+		if (module ? s->module && !strcmp(s->module, module) : !s->module)
+			in_module = s;
+	}
+	return *count == 1 ? only : in_module;
+}
+
 int ksyms_range(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end)
 {
-	const struct ksym *s = find(k, name), *last = k->syms + k->count;
+	const struct ksym *s = find(k, name);
+
+	return s ? ksyms_range_of(k, s, start, end) : -ENOENT;
+}
+
+int ksyms_range_of(const struct ksyms *k, const struct ksym *s, uint64_t *start,
+		   uint64_t *end)
+{
+	const struct ksym *last = k->syms + k->count;
+	const char *name = s->name;
 	size_t len = strlen(name);
 
-	if (!s)
-		return -ENOENT;
 	*start = s->addr;
 	/* Equal addresses sort in any order: scan from the first of them. */
 	while (s > k->syms && s[-1].addr == *start)

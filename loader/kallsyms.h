@@ -26,10 +26,21 @@ void ksyms_free(struct ksyms *k);
 uint64_t ksyms_addr(const struct ksyms *k, const char *name);
 
 /*
+ * The symbol called name: the only one, or where several share the name
+ * (static functions), the one in module (NULL: the core kernel).  NULL if
+ * none fits; *count gets how many share the name.
+ */
+const struct ksym *ksyms_pick(const struct ksyms *k, const char *name,
+			      const char *module, int *count);
+
+/*
  * Start and end of the code named name: end is the next symbol above it
  * that is not one of its own inner labels (name_...), since kallsyms has no
  * sizes.  Returns 0 when found.
  */
 int ksyms_range(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end);
+/* The same for one symbol (from ksyms_pick). */
+int ksyms_range_of(const struct ksyms *k, const struct ksym *s, uint64_t *start,
+		   uint64_t *end);
 
 #endif /* CHKWIN_KALLSYMS_H */

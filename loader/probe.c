@@ -169,8 +169,9 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		       const struct ksyms *ks, struct chkwin_plan *p)
 {
 	bool tp = has_tp(kb, "ext4_chksum_begin") && has_tp(kb, "ext4_chksum_end");
+	const struct ksym *update = NULL;
 	const char *func = "ext4_chksum";
-	int i;
+	int i, n = 0;
 
 	p->kernel_kind = tp ? "lab" : "stock";
 	if (o->off[PLAN_CHKSUM]) {
@@ -181,9 +182,20 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	} else if (o->mode == ATTACH_TRACEPOINT) {
 		return failed(p, "no ext4_chksum_begin/_end tracepoints in %s (not a chkwin kernel?)",
 			      "kernel BTF");
-	} else if (ksyms_addr(ks, "chksum_update")) {
+	} else if ((update = ksyms_pick(ks, "chksum_update", "crc32c_generic", &n))) {
 		p->mode[PLAN_CHKSUM] = "kprobe:chksum_update";
 		func = "chksum_update";
+		if (n > 1) {
+			p->chksum_update_addr = update->addr;
+			snprintf(p->chksum_mode, sizeof(p->chksum_mode),
+				 "kprobe:crc32c_generic:chksum_update@0x%llx (%d share the name)",
+				 (unsigned long long)update->addr, n);
+			p->mode[PLAN_CHKSUM] = p->chksum_mode;
+		}
+	} else if (n > 1) {
+		snprintf(p->error, sizeof(p->error),
+			 "%d symbols are called chksum_update and none is crc32c_generic's", n);
+		return -1;
 	} else {
 		return failed(p, "no checksum probe: neither the ext4_chksum tracepoints nor %s",
 			      "chksum_update (crc32c_generic) in kallsyms");
@@ -191,7 +203,9 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	/* Arrivals are placed in ext4_chksum() if it is out of line. */
 	if (!p->use_chksum_tp && ksyms_addr(ks, "ext4_chksum"))
 		func = "ext4_chksum";
-	if (!ksyms_range(ks, func, &p->func[0].start, &p->func[0].end))
+	if (update && !strcmp(func, "chksum_update") ?
+	    !ksyms_range_of(ks, update, &p->func[0].start, &p->func[0].end) :
+	    !ksyms_range(ks, func, &p->func[0].start, &p->func[0].end))
 		p->func[0].name = func;
 	if (!ksyms_range(ks, "ext4_chksum_gcc49", &p->func[1].start, &p->func[1].end))
 		p->func[1].name = "ext4_chksum_gcc49";

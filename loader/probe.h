@@ -19,6 +19,13 @@ struct chkwin_plan {
 	bool use_fexit_iget;
 	bool use_irq_regs;
 	bool use_chksum_tp;
+	/*
+	 * Fallback: where several symbols are called chksum_update (newer
+	 * kernels refuse a kprobe by such a name), crc32c_generic's, attached
+	 * by address; 0 when the name is unique.
+	 */
+	uint64_t chksum_update_addr;
+	char chksum_mode[96];
 	int rq_issue_arg;
 	struct {
 		const char *name;
