@@ -82,6 +82,18 @@ def test_unknown_scenario_is_127(tmp_path):
     assert run.status["scenario_status"] == 127
 
 
+def test_a_loader_that_will_not_start_says_why(tmp_path):
+    """The record scenario with a loader option chkwin refuses: the loader's
+    own line and the scenario's, then a non-zero status (run through the
+    scenario library's start_chkwin)."""
+    run = boot(tmp_path / "run", "unpatched", "record", "--duration", "5",
+               "--append", "chkwin.workload=rk-loop chkwin.loader=--no-such-option")
+    assert run.proc.returncode == 1, run.proc.stderr
+    assert "chkwin: unrecognized option '--no-such-option'" in run.console
+    assert "record: error: chkwin did not start recording" in run.console
+    assert run.status["scenario_status"] == 1
+
+
 def test_bad_flag_is_rejected(tmp_path):
     run = boot(tmp_path, "unpatched", "lab-check", "--smp", "two")
     assert run.proc.returncode == 2
