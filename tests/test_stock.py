@@ -73,14 +73,19 @@ class Tally(Decoded):
         return found[0]
 
 
-@pytest.fixture(scope="module")
-def stock_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("stock-rk")
-    run = boot(out, "stock", "record", "--duration", DURATION,
+def rk_loop_recorded(tmp_path_factory, name, *extra):
+    """One 45 s rk-loop boot of a stock kernel under the loader."""
+    out = tmp_path_factory.mktemp(name)
+    run = boot(out, "stock", "record", *extra, "--duration", DURATION,
                "--append", "chkwin.workload=rk-loop")
     assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
     assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
     return run
+
+
+@pytest.fixture(scope="module")
+def stock_run(tmp_path_factory):
+    return rk_loop_recorded(tmp_path_factory, "stock-rk")
 
 
 @pytest.fixture(scope="module")

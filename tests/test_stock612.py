@@ -12,26 +12,19 @@ import sys
 
 import pytest
 
-from guest import boot
 from kernels import PY, REPO
-from test_stock import Tally
+from test_stock import Tally, rk_loop_recorded
 
 sys.path.insert(0, str(REPO / "guest"))
 import loaderbuild  # noqa: E402
 import stockkernel  # noqa: E402
 
 SERIES = "6.12"
-DURATION = "45"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("stock612-rk")
-    r = boot(out, "stock", "record", "--stock-package", SERIES, "--duration", DURATION,
-             "--append", "chkwin.workload=rk-loop")
-    assert r.proc.returncode == 0, r.proc.stderr + r.console[-3000:]
-    assert r.fields("chkwin-status") == ["0"], r.console[-3000:]
-    return r
+    return rk_loop_recorded(tmp_path_factory, "stock612-rk", "--stock-package", SERIES)
 
 
 @pytest.fixture(scope="module")
