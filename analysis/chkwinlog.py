@@ -364,6 +364,9 @@ def parse(data):
     seq, off = 0, head.size + hlen
     first = dst = off
     chunks = []
+    # Records per type, chunk by chunk: one count over the whole log would
+    # cast ten million type bytes to a temporary 80 MB array.
+    counts = np.zeros(len(TYPES) + 1, np.int64)
 
     def keep(rows):
         nonlocal dst
@@ -396,7 +399,6 @@ def parse(data):
                 raise LogError(body + count, "bytes after the trailer")
             ttext = bytes(view[body:body + count])
             check_text(ttext, body, True, facts)
-            counts = np.bincount(buf[first:dst:REC_SIZE], minlength=len(TYPES) + 1)
             for num, name in TYPES.items():
                 said = facts.get("records", {}).get(name)
                 if said is not None and said != counts[num]:
@@ -426,6 +428,7 @@ def parse(data):
         if version > 1:
             chain = want
         chunks.append(((dst - first) // REC_SIZE, body))
+        counts += np.bincount(rows[:, 0], minlength=len(TYPES) + 1)
         keep(rows)
         off = body + count * REC_SIZE
         seq += 1

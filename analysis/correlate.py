@@ -165,16 +165,20 @@ class Correlation:
         """Every verdict (verify and iget records): tid, ts, kind and whether
         it failed, sorted by task and ts."""
         v = table(self.log, "verify", ["tid", "flags", "caller"])
+        n = len(v)
+        marks = np.empty(n + len(self.log.rows("iget")),
+                         [("tid", "<u4"), ("ts", "<u8"), ("kind", "<i4"), ("bad", "?")])
+        marks["tid"][:n], marks["ts"][:n] = v["tid"], v["ts"]
+        marks["kind"][:n] = np.where(v["flags"] & F_METADATA, v["caller"], INODE_KIND)
+        marks["bad"][:n] = (v["flags"] & F_MISMATCH) != 0
+        del v
         g = table(self.log, "iget", ["tid", "err"])
-        marks = np.empty(len(v) + len(g), [("tid", "<u4"), ("ts", "<u8"),
-                                           ("kind", "<i8"), ("bad", "?")])
-        marks["tid"] = np.concatenate([v["tid"], g["tid"]])
-        marks["ts"] = np.concatenate([v["ts"], g["ts"]])
-        marks["kind"] = np.concatenate([
-            np.where(v["flags"] & F_METADATA, v["caller"].astype(np.int64), INODE_KIND),
-            np.full(len(g), INODE_KIND)])
-        marks["bad"] = np.concatenate([(v["flags"] & F_MISMATCH) != 0, g["err"] == EFSBADCRC])
-        return marks[np.lexsort((marks["ts"], marks["tid"]))]
+        marks["tid"][n:], marks["ts"][n:] = g["tid"], g["ts"]
+        marks["kind"][n:] = INODE_KIND
+        marks["bad"][n:] = g["err"] == EFSBADCRC
+        del g
+        marks.sort(order=["tid", "ts"], kind="stable")
+        return marks
 
     def _feeds(self, callers, kind):
         """Which of the calls' caller ids feed a verdict of this kind."""
