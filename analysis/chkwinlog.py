@@ -87,16 +87,6 @@ class LogError(Exception):
         self.offset = offset
 
 
-def parse_text(raw):
-    """key=value lines (NUL padding stripped) into a dict."""
-    out = {}
-    for line in raw.split(b"\0", 1)[0].split(b"\n"):
-        key, sep, value = line.partition(b"=")
-        if sep:
-            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return out
-
-
 _DEC = re.compile(rb"[0-9]{1,20}")
 _HEX = re.compile(rb"0x[0-9a-fA-F]{1,16}")
 
@@ -201,7 +191,7 @@ def check_text(raw, base, trailer, facts):
     """Check a header or trailer text (bytes, NUL padding included) as
     loader/logtext.c does: LogError at the bad line's byte offset.  facts
     gathers cpus, started_ns and the trailer's records.TYPE counts (with
-    their offsets)."""
+    their offsets).  Returns the text as a dict of str."""
     text = raw.split(b"\0", 1)[0]
     lines, seen, pos = [], set(), 0
     while pos < len(text):
@@ -226,6 +216,7 @@ def check_text(raw, base, trailer, facts):
             raise LogError(base + at, f"key '{_printable(key)}': {why}")
         if trailer and key.startswith(b"records."):
             facts.setdefault("records_at", {})[key[8:].decode("ascii", "replace")] = base + at
+    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v, _ in lines}
 
 
 class Log:
@@ -355,8 +346,7 @@ def parse(data):
         if reserved:
             raise LogError(20, "reserved file header bytes not zero")
     facts = {}
-    check_text(htext, head.size, False, facts)
-    header = parse_text(htext)
+    header = check_text(htext, head.size, False, facts)
     cpus = facts.get("cpus", 0)
     buf = np.frombuffer(data, dtype=np.uint8)
     if not buf.flags.writeable:
@@ -398,14 +388,14 @@ def parse(data):
             if body + count != size:
                 raise LogError(body + count, "bytes after the trailer")
             ttext = bytes(view[body:body + count])
-            check_text(ttext, body, True, facts)
+            trailer = check_text(ttext, body, True, facts)
             for num, name in TYPES.items():
                 said = facts.get("records", {}).get(name)
                 if said is not None and said != counts[num]:
                     raise LogError(facts["records_at"][name],
                                    f"trailer says {said} {name} records, the log has "
                                    f"{counts[num]}")
-            return done("complete", parse_text(ttext), size, "complete", ttext)
+            return done("complete", trailer, size, "complete", ttext)
         if magic != b"CHNK" or count == 0 or count > 1 << 24:
             raise LogError(off, "bad chunk head")
         avail = (size - body) // REC_SIZE
