@@ -6,8 +6,10 @@
  * crc32c shash update on kernels without them); every hardirq arrival is
  * classified in the kernel by the instruction it interrupted; inode
  * verdicts, iget results, softirqs and block requests give the context.
- * Counters and histograms stay in per-CPU maps so that a long run is cheap;
- * records go through one ring buffer and every failed reserve is counted.
+ * Counters and histograms stay in per-CPU maps so that a long run is cheap.
+ * Records go through one ring buffer (--record all), or into history rings
+ * of which a checksum failure sends a snapshot (--record failures, the
+ * flight recorder); every record that cannot be sent is counted.
  * The loader picks one program per probe (see loader/probe.c) and turns
  * the others off before load.
  */
@@ -27,7 +29,11 @@
 
 /* Settings, filled in by the loader between open and load. */
 const volatile int target_cpu = -1;
-const volatile bool emit_records = true;
+const volatile __u8 record_mode = CHKWIN_RECORD_ALL;
+const volatile bool floor_only;		/* bench: attach, then return at once */
+const volatile __u32 history_len;	/* K, records per history ring */
+const volatile __u32 nr_cpus;		/* history rings: 2 per CPU, then blocks */
+const volatile __u64 wakeup_bytes;	/* 0: the kernel wakes user space per record */
 const volatile __u64 func_start[CHKWIN_FUNCS];
 const volatile __u64 func_end[CHKWIN_FUNCS];
 const volatile __u64 window_start[CHKWIN_WINDOWS];	/* both inclusive */
@@ -130,38 +136,182 @@ struct {
 	__type(value, struct iget_args);
 } iget_calls SEC(".maps");
 
+/*
+ * The flight recorder's rings, ring after ring, K records each: CPU c's
+ * calls ring is 2c, its arrivals ring 2c + 1, the shared blocks ring
+ * 2 * nr_cpus.  Plain arrays: a snapshot reads the shared ring on any CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* sized by the loader */
+	__type(key, __u32);
+	__type(value, struct chkwin_rec);
+} history SEC(".maps");
+
+struct ring_head {
+	__u64 head;		/* records ever pushed; the next goes to head % K */
+	__u64 emitted;		/* records before this one were sent or evicted */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* sized by the loader */
+	__type(key, __u32);
+	__type(value, struct ring_head);
+} history_heads SEC(".maps");
+
 static const __u32 zero;
 
-static __always_inline bool cpu_wanted(void)
+/* Every program asks first: the floor records nothing, -c one CPU only. */
+static __always_inline bool wanted(void)
 {
-	return target_cpu < 0 || bpf_get_smp_processor_id() == (__u32)target_cpu;
+	return !floor_only &&
+	       (target_cpu < 0 || bpf_get_smp_processor_id() == (__u32)target_cpu);
 }
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_n(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
 }
 
-static __always_inline struct chkwin_rec *reserve(enum chkwin_probe probe, __u8 type)
+static __always_inline void count(__u32 idx)
 {
-	struct chkwin_rec *r;
+	count_n(idx, 1);
+}
 
-	if (!emit_records)
-		return NULL;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count(CHKWIN_CNT_LOST + probe);
-		return NULL;
-	}
+/* A record is built on the stack, then sent or kept by emit(). */
+static __always_inline void rec_init(struct chkwin_rec *r, __u8 type)
+{
 	__builtin_memset(r, 0, sizeof(*r));
 	r->h.type = type;
 	r->h.cpu = bpf_get_smp_processor_id();
 	r->h.tid = (__u32)bpf_get_current_pid_tgid();
 	r->h.ts = bpf_ktime_get_ns();
-	return r;
+}
+
+/*
+ * Waking user space per record costs an irq_work interrupt each; with a
+ * threshold, it is woken only when that much waits (it also polls).
+ */
+static __always_inline __u64 wakeup_flag(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void send(const struct chkwin_rec *r, enum chkwin_probe probe)
+{
+	if (bpf_ringbuf_output(&events, (void *)r, sizeof(*r), wakeup_flag()))
+		count(CHKWIN_CNT_LOST + probe);
+}
+
+static __always_inline __u32 ring_of(enum chkwin_ring ring)
+{
+	if (ring == CHKWIN_RING_BLOCKS)
+		return 2 * nr_cpus;
+	return 2 * bpf_get_smp_processor_id() + ring;
+}
+
+/* Push into a history ring; the slot is claimed first, so a nested program
+ * on this CPU takes the next one. */
+static __always_inline void keep(const struct chkwin_rec *r, enum chkwin_ring ring)
+{
+	__u32 id = ring_of(ring), key;
+	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &id);
+	struct chkwin_rec *slot;
+	__u64 n;
+
+	if (!h || !history_len)
+		return;
+	n = __sync_fetch_and_add(&h->head, 1);
+	key = id * history_len + n % history_len;
+	slot = bpf_map_lookup_elem(&history, &key);
+	if (slot)
+		__builtin_memcpy(slot, r, sizeof(*r));
+}
+
+static __always_inline void emit(const struct chkwin_rec *r, enum chkwin_probe probe,
+				 enum chkwin_ring ring)
+{
+	if (record_mode == CHKWIN_RECORD_ALL)
+		send(r, probe);
+	else if (record_mode == CHKWIN_RECORD_FAILURES && ring != CHKWIN_RING_NONE)
+		keep(r, ring);
+}
+
+struct drain {
+	__u32 ring;
+	__u64 from;
+};
+
+static long send_kept(__u32 i, struct drain *d)
+{
+	__u32 key = d->ring * history_len + (d->from + i) % history_len;
+	struct chkwin_rec *r = bpf_map_lookup_elem(&history, &key);
+
+	if (r)
+		send(r, CHKWIN_PROBE_SNAPSHOT);
+	return 0;
+}
+
+/*
+ * What a ring holds that no snapshot has sent: its range [from, head), the
+ * records overwritten unsent (added to *evicted) and its horizon.
+ */
+static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
+				    __u64 *horizon)
+{
+	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &ring);
+	__u64 head, oldest, from;
+	struct chkwin_rec *r;
+	__u32 key;
+
+	if (!h || !history_len)
+		return 0;
+	head = h->head;
+	oldest = head > history_len ? head - history_len : 0;
+	from = h->emitted > oldest ? h->emitted : oldest;
+	*evicted += from - h->emitted;
+	h->emitted = head;
+	if (horizon && oldest) {
+		key = ring * history_len + oldest % history_len;
+		r = bpf_map_lookup_elem(&history, &key);
+		*horizon = r ? r->h.ts : 0;
+	}
+	d->ring = ring;
+	d->from = from;
+	return head - from;
+}
+
+/* A failure on this CPU: send what its rings and the blocks ring hold. */
+static __always_inline void snapshot(__u8 trigger)
+{
+	struct drain calls = {}, arrivals = {}, blocks = {};
+	struct chkwin_rec s;
+	__u64 evicted = 0, shared = 0;
+
+	if (record_mode != CHKWIN_RECORD_FAILURES)
+		return;
+	count(CHKWIN_CNT_SNAPSHOT);
+	rec_init(&s, CHKWIN_REC_SNAPSHOT);
+	s.snapshot.trigger = trigger;
+	s.snapshot.history = history_len;
+	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS), &calls, &evicted,
+				  &s.snapshot.call_horizon);
+	s.snapshot.arrivals = unsent(ring_of(CHKWIN_RING_ARRIVALS), &arrivals, &evicted,
+				     &s.snapshot.arrival_horizon);
+	s.snapshot.blocks = unsent(ring_of(CHKWIN_RING_BLOCKS), &blocks, &shared, NULL);
+	s.snapshot.evicted = evicted;
+	count_n(CHKWIN_CNT_EVICTED, evicted + shared);
+	send(&s, CHKWIN_PROBE_SNAPSHOT);
+	bpf_loop(s.snapshot.calls, send_kept, &calls, 0);
+	bpf_loop(s.snapshot.arrivals, send_kept, &arrivals, 0);
+	bpf_loop(s.snapshot.blocks, send_kept, &blocks, 0);
 }
 
 /* Which checksum function (if any) holds pc, and where in it. */
@@ -231,7 +381,7 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 static __always_inline void chksum_end(__u32 result)
 {
 	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
 
 	if (!f || !f->active)
 		return;
@@ -239,26 +389,24 @@ static __always_inline void chksum_end(__u32 result)
 	count(CHKWIN_CNT_CHKSUM);
 	if (f->window_hit)
 		count(CHKWIN_CNT_CHKSUM_WINDOW);
-	r = reserve(CHKWIN_PROBE_CHKSUM, CHKWIN_REC_CHKSUM);
-	if (!r)
-		return;
-	r->h.flags = f->window_hit ? CHKWIN_F_WINDOW_HIT : 0;
-	r->chksum.end_ns = r->h.ts;
-	r->h.ts = f->begin;
-	r->chksum.seed = f->seed;
-	r->chksum.length = f->length;
-	r->chksum.result = result;
-	r->chksum.dev = f->dev;
-	r->chksum.caller = f->caller;
-	r->chksum.irqs = f->irqs;
-	bpf_ringbuf_submit(r, 0);
+	rec_init(&r, CHKWIN_REC_CHKSUM);
+	r.h.flags = f->window_hit ? CHKWIN_F_WINDOW_HIT : 0;
+	r.chksum.end_ns = r.h.ts;
+	r.h.ts = f->begin;
+	r.chksum.seed = f->seed;
+	r.chksum.length = f->length;
+	r.chksum.result = result;
+	r.chksum.dev = f->dev;
+	r.chksum.caller = f->caller;
+	r.chksum.irqs = f->irqs;
+	emit(&r, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS);
 }
 
 SEC("tp_btf/ext4_chksum_begin")
 int BPF_PROG(chksum_begin_tp, struct super_block *sb, int caller, u32 seed,
 	     unsigned int length)
 {
-	if (cpu_wanted())
+	if (wanted())
 		chksum_begin(BPF_CORE_READ(sb, s_dev), caller, seed, length, 0);
 	return 0;
 }
@@ -267,7 +415,7 @@ SEC("tp_btf/ext4_chksum_end")
 int BPF_PROG(chksum_end_tp, struct super_block *sb, int caller, u32 seed,
 	     unsigned int length, u32 result)
 {
-	if (cpu_wanted())
+	if (wanted())
 		chksum_end(result);
 	return 0;
 }
@@ -335,7 +483,7 @@ SEC("kprobe/chksum_update")
 int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
 	       unsigned int length)
 {
-	if (cpu_wanted())
+	if (wanted())
 		chksum_begin(0, stack_caller(ctx), shash_crc(desc), length,
 			     (__u64)desc);
 	return 0;
@@ -344,9 +492,12 @@ int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
 SEC("kretprobe/chksum_update")
 int BPF_KRETPROBE(chksum_update_return)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct inflight *f;
 
-	if (f && f->active && cpu_wanted())
+	if (!wanted())
+		return 0;
+	f = bpf_map_lookup_elem(&inflights, &zero);
+	if (f && f->active)
 		chksum_end(shash_crc((struct shash_desc *)f->desc));
 	return 0;
 }
@@ -355,29 +506,29 @@ int BPF_KRETPROBE(chksum_update_return)
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
 				    __u8 flags, __u16 caller, __u64 block)
 {
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
 
-	if (!cpu_wanted())
-		return;
 	count(CHKWIN_CNT_VERIFY);
 	if (stored != computed)
 		count(CHKWIN_CNT_VERIFY_BAD);
-	r = reserve(CHKWIN_PROBE_VERIFY, CHKWIN_REC_VERIFY);
-	if (!r)
-		return;
-	r->h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
-	r->verify.ino = ino;
-	r->verify.dev = dev;
-	r->verify.stored = stored;
-	r->verify.computed = computed;
-	r->verify.caller = caller;
-	r->verify.block = block;
-	bpf_ringbuf_submit(r, 0);
+	rec_init(&r, CHKWIN_REC_VERIFY);
+	r.h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
+	r.verify.ino = ino;
+	r.verify.dev = dev;
+	r.verify.stored = stored;
+	r.verify.computed = computed;
+	r.verify.caller = caller;
+	r.verify.block = block;
+	emit(&r, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS);
+	if (stored != computed)
+		snapshot(CHKWIN_REC_VERIFY);
 }
 
 SEC("tp_btf/ext4_inode_csum_verify")
 int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
 {
+	if (!wanted())
+		return 0;
 	verdict(BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), stored,
 		computed, 0, 0, 0);
 	return 0;
@@ -388,6 +539,8 @@ SEC("tp_btf/ext4_metadata_csum_verify")
 int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned long ino,
 	     u64 block, u32 stored, u32 computed)
 {
+	if (!wanted())
+		return 0;
 	verdict(ino, BPF_CORE_READ(sb, s_dev), stored, computed, CHKWIN_F_METADATA, caller,
 		block);
 	return 0;
@@ -396,25 +549,25 @@ int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned lo
 static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
 {
 	__s64 err = (__u64)ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
 
 	count(CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
 		count(CHKWIN_CNT_IGET_BADCRC);
-	r = reserve(CHKWIN_PROBE_IGET, CHKWIN_REC_IGET);
-	if (!r)
-		return;
-	r->iget.ino = ino;
-	r->iget.dev = dev;
-	r->iget.err = (__s32)err;
-	bpf_ringbuf_submit(r, 0);
+	rec_init(&r, CHKWIN_REC_IGET);
+	r.iget.ino = ino;
+	r.iget.dev = dev;
+	r.iget.err = (__s32)err;
+	emit(&r, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS);
+	if (err == -EBADMSG)
+		snapshot(CHKWIN_REC_IGET);
 }
 
 SEC("fexit/__ext4_iget")
 int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino, int flags,
 	     const char *function, unsigned int line, struct inode *ret)
 {
-	if (cpu_wanted())
+	if (wanted())
 		iget_done(ino, BPF_CORE_READ(sb, s_dev), ret);
 	return 0;
 }
@@ -422,9 +575,13 @@ int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino, int flags,
 SEC("kprobe/__ext4_iget")
 int BPF_KPROBE(iget_entry, struct super_block *sb, unsigned long ino)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct iget_args args = { .ino = ino, .dev = BPF_CORE_READ(sb, s_dev) };
+	struct iget_args args = { .ino = ino };
+	__u32 tid;
 
+	if (floor_only)
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	args.dev = BPF_CORE_READ(sb, s_dev);
 	/* A full table would lose this call's result: count it as lost. */
 	if (bpf_map_update_elem(&iget_calls, &tid, &args, BPF_ANY))
 		count(CHKWIN_CNT_LOST + CHKWIN_PROBE_IGET);
@@ -434,12 +591,16 @@ int BPF_KPROBE(iget_entry, struct super_block *sb, unsigned long ino)
 SEC("kretprobe/__ext4_iget")
 int BPF_KRETPROBE(iget_return, struct inode *ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct iget_args *args = bpf_map_lookup_elem(&iget_calls, &tid);
+	struct iget_args *args;
+	__u32 tid;
 
+	if (floor_only)
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	args = bpf_map_lookup_elem(&iget_calls, &tid);
 	if (!args)
 		return 0;
-	if (cpu_wanted())
+	if (wanted())
 		iget_done(args->ino, args->dev, ret);
 	bpf_map_delete_elem(&iget_calls, &tid);
 	return 0;
@@ -481,7 +642,7 @@ int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 	struct pt_regs **slot, *regs;
 	__u64 pstate;
 
-	if (!cpu_wanted())
+	if (!wanted())
 		return 0;
 	slot = bpf_this_cpu_ptr(&__irq_regs);
 	regs = *slot;
@@ -503,12 +664,14 @@ int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_entry_stack, int irq, struct irqaction *action)
 {
-	__u64 *ips = bpf_map_lookup_elem(&stacks, &zero);
-	__u64 pc = 0;
+	__u64 *ips, pc = 0;
 	long n;
 	int i;
 
-	if (!ips || !cpu_wanted())
+	if (!wanted())
+		return 0;
+	ips = bpf_map_lookup_elem(&stacks, &zero);
+	if (!ips)
 		return 0;
 	n = bpf_get_stack(ctx, ips, STACK_DEPTH * sizeof(__u64), 0);
 	if (n <= 0) {
@@ -536,8 +699,11 @@ int BPF_PROG(irq_entry_stack, int irq, struct irqaction *action)
 SEC("tp_btf/ipi_entry")
 int BPF_PROG(ipi_entry, const char *reason)
 {
-	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
+	struct arrival *a;
 
+	if (floor_only)
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
 	if (a && a->active)
 		bpf_probe_read_kernel_str(a->ipi, sizeof(a->ipi), reason);
 	return 0;
@@ -546,11 +712,15 @@ int BPF_PROG(ipi_entry, const char *reason)
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
-	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct arrival *a;
+	struct inflight *f;
 	struct place p;
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
 
+	if (floor_only)
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	f = bpf_map_lookup_elem(&inflights, &zero);
 	if (!a || !a->active || a->irq != irq)
 		return 0;
 	/* A shared line runs every handler: count the one that claimed it. */
@@ -569,30 +739,33 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 		if (a->class == CHKWIN_CLASS_WINDOW)
 			f->window_hit = 1;
 	}
-	r = reserve(CHKWIN_PROBE_IRQ, CHKWIN_REC_IRQ);
-	if (!r)
+	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
-	r->h.ts = a->ts;
-	r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
-	r->irq.pc = a->pc;
-	r->irq.sp = a->sp;
-	r->irq.end_ns = bpf_ktime_get_ns();
-	r->irq.irq = irq;
-	r->irq.offset = a->offset;
-	r->irq.class = a->class;
-	r->irq.el = a->el;
-	r->irq.func = a->func;
-	__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
-	bpf_ringbuf_submit(r, 0);
+	rec_init(&r, CHKWIN_REC_IRQ);
+	r.irq.end_ns = r.h.ts;
+	r.h.ts = a->ts;
+	r.h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
+	r.irq.pc = a->pc;
+	r.irq.sp = a->sp;
+	r.irq.irq = irq;
+	r.irq.offset = a->offset;
+	r.irq.class = a->class;
+	r.irq.el = a->el;
+	r.irq.func = a->func;
+	__builtin_memcpy(r.irq.ipi, a->ipi, sizeof(r.irq.ipi));
+	emit(&r, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS);
 	return 0;
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(softirq_entry, unsigned int vec)
 {
-	__u64 *begin = bpf_map_lookup_elem(&softirq_begin, &vec);
+	__u64 *begin;
 
-	if (begin && cpu_wanted())
+	if (!wanted())
+		return 0;
+	begin = bpf_map_lookup_elem(&softirq_begin, &vec);
+	if (begin)
 		*begin = bpf_ktime_get_ns();
 	return 0;
 }
@@ -600,18 +773,21 @@ int BPF_PROG(softirq_entry, unsigned int vec)
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(softirq_exit, unsigned int vec)
 {
-	__u64 *begin = bpf_map_lookup_elem(&softirq_begin, &vec);
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
+	__u64 *begin;
 
-	if (!begin || !*begin || !cpu_wanted())
+	if (!wanted())
+		return 0;
+	begin = bpf_map_lookup_elem(&softirq_begin, &vec);
+	if (!begin || !*begin)
 		return 0;
 	count(CHKWIN_CNT_SOFTIRQ);
-	r = reserve(CHKWIN_PROBE_SOFTIRQ, CHKWIN_REC_SOFTIRQ);
-	if (r) {
-		r->h.ts = *begin;
-		r->softirq.end_ns = bpf_ktime_get_ns();
-		r->softirq.vec = vec;
-		bpf_ringbuf_submit(r, 0);
+	if (record_mode == CHKWIN_RECORD_ALL) {
+		rec_init(&r, CHKWIN_REC_SOFTIRQ);
+		r.softirq.end_ns = r.h.ts;
+		r.h.ts = *begin;
+		r.softirq.vec = vec;
+		send(&r, CHKWIN_PROBE_SOFTIRQ);
 	}
 	*begin = 0;
 	return 0;
@@ -619,28 +795,31 @@ int BPF_PROG(softirq_exit, unsigned int vec)
 
 static __always_inline void block_event(struct request *rq, bool complete, int error)
 {
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-	struct chkwin_rec *r;
+	struct gendisk *disk;
+	struct chkwin_rec r;
 
 	count(CHKWIN_CNT_BLOCK);
-	r = reserve(CHKWIN_PROBE_BLOCK, CHKWIN_REC_BLOCK);
-	if (!r)
+	/* The flight recorder keeps completions only: they explain a read. */
+	if (record_mode == CHKWIN_RECORD_COUNTS ||
+	    (record_mode == CHKWIN_RECORD_FAILURES && !complete))
 		return;
-	r->h.flags = complete ? CHKWIN_F_COMPLETE : 0;
-	r->block.sector = BPF_CORE_READ(rq, __sector);
-	r->block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
-	r->block.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	disk = BPF_CORE_READ(rq, q, disk);
+	rec_init(&r, CHKWIN_REC_BLOCK);
+	r.h.flags = complete ? CHKWIN_F_COMPLETE : 0;
+	r.block.sector = BPF_CORE_READ(rq, __sector);
+	r.block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
+	r.block.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	if (disk)
-		r->block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
-			       BPF_CORE_READ(disk, first_minor);
-	r->block.error = error;
-	bpf_ringbuf_submit(r, 0);
+		r.block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
+			      BPF_CORE_READ(disk, first_minor);
+	r.block.error = error;
+	emit(&r, CHKWIN_PROBE_BLOCK, CHKWIN_RING_BLOCKS);
 }
 
 SEC("tp_btf/block_rq_issue")
 int block_rq_issue(u64 *ctx)
 {
-	if (!cpu_wanted())
+	if (!wanted())
 		return 0;
 	/* The loader read the tracepoint's arity from BTF. */
 	if (rq_issue_arg == 1)
@@ -653,7 +832,7 @@ int block_rq_issue(u64 *ctx)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	if (cpu_wanted())
+	if (wanted())
 		block_event(rq, true, error);
 	return 0;
 }
@@ -664,21 +843,24 @@ int sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pc = ctx->regs.pc, sp = ctx->regs.sp;
 	__u8 el = (ctx->regs.pstate >> 2) & 3;
-	struct place p = classify(pc, el);
-	struct chkwin_rec *r;
+	struct chkwin_rec r;
+	struct place p;
 
+	if (floor_only)
+		return 0;
+	p = classify(pc, el);
 	count(CHKWIN_CNT_SAMPLE_CLASS + p.class);
 	hist_add(CHKWIN_HIST_SAMPLE, p);
-	r = reserve(CHKWIN_PROBE_SAMPLE, CHKWIN_REC_SAMPLE);
-	if (!r)
+	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
-	r->sample.pc = pc;
-	r->sample.sp = sp;
-	r->sample.offset = p.offset;
-	r->sample.class = p.class;
-	r->sample.el = el;
-	r->sample.func = p.func;
-	bpf_ringbuf_submit(r, 0);
+	rec_init(&r, CHKWIN_REC_SAMPLE);
+	r.sample.pc = pc;
+	r.sample.sp = sp;
+	r.sample.offset = p.offset;
+	r.sample.class = p.class;
+	r.sample.el = el;
+	r.sample.func = p.func;
+	emit(&r, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS);
 	return 0;
 }
 

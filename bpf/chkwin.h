@@ -44,6 +44,7 @@ enum chkwin_rec_type {
 	CHKWIN_REC_SOFTIRQ,	/* one softirq vector run */
 	CHKWIN_REC_BLOCK,	/* a block request issued or completed */
 	CHKWIN_REC_SAMPLE,	/* a cpu-clock sampler tick */
+	CHKWIN_REC_SNAPSHOT,	/* --record failures: a history snapshot follows */
 	CHKWIN_REC_TYPES,
 };
 
@@ -66,6 +67,7 @@ enum chkwin_probe {
 	CHKWIN_PROBE_SOFTIRQ,
 	CHKWIN_PROBE_BLOCK,
 	CHKWIN_PROBE_SAMPLE,
+	CHKWIN_PROBE_SNAPSHOT,	/* history records a snapshot could not emit */
 	CHKWIN_PROBES,
 };
 
@@ -81,6 +83,8 @@ enum chkwin_counter {
 	CHKWIN_CNT_IRQ_UNHANDLED,	/* handler returned IRQ_NONE */
 	CHKWIN_CNT_SOFTIRQ,
 	CHKWIN_CNT_BLOCK,
+	CHKWIN_CNT_SNAPSHOT,		/* history snapshots taken */
+	CHKWIN_CNT_EVICTED,		/* history records overwritten before any snapshot wanted them */
 	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
 	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
 	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,
@@ -95,6 +99,30 @@ enum chkwin_hist_source {
 };
 
 #define CHKWIN_HIST_ENTRIES (CHKWIN_HIST_SOURCES * CHKWIN_FUNCS * CHKWIN_HIST_SLOTS)
+
+/* What reaches user space: every record, or (flight recorder) per-CPU
+ * history rings that a failure snapshots, or the counters alone. */
+enum chkwin_record_mode {
+	CHKWIN_RECORD_ALL,
+	CHKWIN_RECORD_FAILURES,
+	CHKWIN_RECORD_COUNTS,
+};
+
+/*
+ * The flight recorder's rings: per CPU the last K checksum calls and
+ * verdicts (chksum, verify, iget records) and the last K interrupt
+ * arrivals (irq, sample); one ring of the last K block completions shared
+ * by all CPUs, since a completion may land on any CPU.
+ */
+enum chkwin_ring {
+	CHKWIN_RING_CALLS,
+	CHKWIN_RING_ARRIVALS,
+	CHKWIN_RING_BLOCKS,
+	CHKWIN_RINGS,
+	CHKWIN_RING_NONE = CHKWIN_RINGS,	/* not kept in failures mode */
+};
+
+#define CHKWIN_HISTORY_MAX	65536
 
 /* chkwin_rec_head.flags */
 #define CHKWIN_F_IN_CHKSUM	0x01	/* arrival while a checksum ran here */
@@ -177,6 +205,23 @@ struct chkwin_sample {
 	__u8 func;
 };
 
+/*
+ * Emitted before the records of one snapshot (which are ordinary records,
+ * each emitted once even when snapshots overlap).  A horizon is the ts of
+ * the oldest record still in that ring of the CPU (0: the ring never
+ * wrapped): from there on the CPU's history is in the log.
+ */
+struct chkwin_snapshot {
+	__u64 call_horizon;
+	__u64 arrival_horizon;
+	__u32 history;		/* K, records per ring */
+	__u32 calls;		/* records this snapshot emits from each ring */
+	__u32 arrivals;
+	__u32 blocks;
+	__u32 evicted;		/* records this CPU overwrote before a snapshot took them */
+	__u8 trigger;		/* the failing record's type: verify or iget */
+};
+
 struct chkwin_rec {
 	struct chkwin_rec_head h;
 	union {
@@ -187,6 +232,7 @@ struct chkwin_rec {
 		struct chkwin_softirq softirq;
 		struct chkwin_block block;
 		struct chkwin_sample sample;
+		struct chkwin_snapshot snapshot;
 		__u8 raw[CHKWIN_REC_SIZE - sizeof(struct chkwin_rec_head)];
 	};
 };

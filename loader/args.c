@@ -20,6 +20,13 @@ const char *const chkwin_plan_names[PLAN_PROBES] = {
 	[PLAN_SAMPLE] = "sample",
 };
 
+const char *const chkwin_record_names[] = {
+	[CHKWIN_RECORD_ALL] = "all",
+	[CHKWIN_RECORD_FAILURES] = "failures",
+	[CHKWIN_RECORD_COUNTS] = "counts",
+	NULL,
+};
+
 const char *argp_program_version = "chkwin 0.1";
 
 static const char doc[] =
@@ -28,6 +35,7 @@ static const char doc[] =
 "EXAMPLES:\n"
 "    chkwin                    # summary every second until Ctrl-C\n"
 "    chkwin -d 60 -o run.log   # 60 s, every record to run.log\n"
+"    chkwin -R failures -o f.log   # flight recorder: history of each failure\n"
 "    chkwin 5 12 -f json       # a JSON summary line every 5 s, 12 times\n"
 "    chkwin -F 20000 -d 30     # add a 20 kHz cpu-clock interrupt source\n"
 "    chkwin -m fallback -v     # kprobes as on a stock kernel, show how\n"
@@ -38,7 +46,9 @@ static const char doc[] =
 enum {
 	OPT_NO_BASE = 0x100,	/* + enum chkwin_plan_probe */
 	OPT_DRY_RUN = 0x200,
-	OPT_COUNTS_ONLY,
+	OPT_HISTORY,
+	OPT_WAKEUP,
+	OPT_FLOOR,
 	OPT_RINGBUF,
 	OPT_KALLSYMS,
 };
@@ -54,7 +64,10 @@ static const struct argp_option options[] = {
 	{ "quiet", 'q', NULL, 0, "No live summary", 0 },
 	{ "verbose", 'v', NULL, 0, "libbpf debug output and the attach mode of each probe", 0 },
 	{ "dry-run", OPT_DRY_RUN, NULL, 0, "Probe features, print the plan, attach nothing", 0 },
-	{ "counts-only", OPT_COUNTS_ONLY, NULL, 0, "Keep only the in-kernel counters and histograms", 0 },
+	{ "record", 'R', "WHAT", 0, "What reaches the log: all (default) records, failures (per-CPU history sent when a checksum fails) or counts (counters and histograms only)", 0 },
+	{ "history", OPT_HISTORY, "K", 0, "--record failures: records per history ring (default 256)", 0 },
+	{ "wakeup-kb", OPT_WAKEUP, "KB", 0, "Wake the reader when KB wait (default 256; 0: per record)", 0 },
+	{ "floor", OPT_FLOOR, NULL, OPTION_HIDDEN, "Bench: attach programs that return at once", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
 	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
@@ -152,8 +165,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DRY_RUN:
 		o->dry_run = true;
 		break;
-	case OPT_COUNTS_ONLY:
-		o->counts_only = true;
+	case 'R':
+		o->record = (enum chkwin_record_mode)parse_choice(state, "record", arg,
+								  chkwin_record_names);
+		break;
+	case OPT_HISTORY:
+		o->history = parse_long(state, "history", arg, 1, CHKWIN_HISTORY_MAX);
+		break;
+	case OPT_WAKEUP:
+		o->wakeup_kb = parse_long(state, "wakeup-kb", arg, 0, 1L << 20);
+		break;
+	case OPT_FLOOR:
+		o->floor = true;
 		break;
 	case OPT_RINGBUF:
 		o->ringbuf_mb = parse_long(state, "ringbuf-mb", arg, 1, 1024);
@@ -191,6 +214,8 @@ void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
 	opts->interval = 1.0;
 	opts->cpu = -1;
 	opts->ringbuf_mb = 16;
+	opts->history = 256;
+	opts->wakeup_kb = 256;
 	opts->kallsyms = "/proc/kallsyms";
 	/* getopt's own messages start with argv[0]: name the tool, not its path. */
 	argv[0] = (char *)"chkwin";

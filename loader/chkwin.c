@@ -91,6 +91,10 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 				chkwin_window_keys[i]);
 	if (o->sample_hz)
 		fprintf(out, "chkwin: sampler  cpu-clock at %ld Hz per CPU\n", o->sample_hz);
+	fprintf(out, "chkwin: record   %s", chkwin_record_names[o->record]);
+	if (o->record == CHKWIN_RECORD_FAILURES)
+		fprintf(out, " (history of %ld records per ring)", o->history);
+	fprintf(out, "%s\n", o->floor ? ", floor: programs return at once" : "");
 	fprintf(out, "chkwin: callers  %s", p->caller_source);
 	if (!strcmp(p->caller_source, "stack"))
 		fprintf(out, " (%d ext4 address ranges)", p->ncaller_ranges);
@@ -126,13 +130,22 @@ static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 }
 
 static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
-		      const struct chkwin_opts *o)
+		      const struct chkwin_opts *o, int ncpus)
 {
+	bool failures = o->record == CHKWIN_RECORD_FAILURES;
+	/* Two rings per CPU and the shared blocks ring (chkwin.bpf.c). */
+	__u32 rings = failures ? 2 * (__u32)ncpus + 1 : 1;
 	unsigned long rb = 1UL << 20;
 	int i;
 
 	s->rodata->target_cpu = o->cpu;
-	s->rodata->emit_records = !o->counts_only;
+	s->rodata->record_mode = o->record;
+	s->rodata->floor_only = o->floor;
+	s->rodata->history_len = failures ? (__u32)o->history : 0;
+	s->rodata->nr_cpus = (__u32)ncpus;
+	s->rodata->wakeup_bytes = (__u64)o->wakeup_kb << 10;
+	bpf_map__set_max_entries(s->maps.history_heads, rings);
+	bpf_map__set_max_entries(s->maps.history, failures ? rings * (__u32)o->history : 1);
 	for (i = 0; i < CHKWIN_FUNCS; i++) {
 		s->rodata->func_start[i] = p->func[i].start;
 		s->rodata->func_end[i] = p->func[i].end;
@@ -258,6 +271,7 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 	unsigned long long hits = counts->v[CHKWIN_CNT_CHKSUM_WINDOW];
 	unsigned long long lost = chkwin_counts_lost(counts);
 	unsigned long long records = 0, irqs = 0, ticks = 0;
+	unsigned long long snapshots = counts->v[CHKWIN_CNT_SNAPSHOT];
 	double seconds = (double)(now_ns() - r->started) / 1e9;
 	int i;
 
@@ -272,8 +286,10 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 		r->log ? ", log " : "", r->log ? r->log->path : "");
 	fprintf(stderr, "chkwin: result {\"ending\": \"%s\", \"checksum_calls\": %llu, "
 		"\"window_hits\": %llu, \"irq_arrivals\": %llu, \"sampler_ticks\": %llu, "
-		"\"lost\": %llu, \"records\": %llu, \"seconds\": %.3f, \"log\": ",
-		ending, calls, hits, irqs, ticks, lost, records, seconds);
+		"\"lost\": %llu, \"records\": %llu, \"snapshots\": %llu, \"evicted\": %llu, "
+		"\"seconds\": %.3f, \"log\": ",
+		ending, calls, hits, irqs, ticks, lost, records, snapshots,
+		(unsigned long long)counts->v[CHKWIN_CNT_EVICTED], seconds);
 	if (r->log)
 		json_str(stderr, r->log->path, strlen(r->log->path));
 	else
@@ -332,7 +348,10 @@ static int record(struct run *r)
 		uint64_t now = now_ns();
 
 		if (r->rb) {
+			/* Without a wake-up for every record, a timeout can leave data. */
 			err = ring_buffer__poll(r->rb, 100);
+			if (err >= 0 || err == -EINTR)
+				err = ring_buffer__consume(r->rb);
 			if (err < 0 && err != -EINTR) {
 				fprintf(stderr, "chkwin: error: reading the ring buffer: %s\n",
 					strerror(-err));
@@ -417,14 +436,14 @@ static int run(const struct chkwin_opts *o)
 		fprintf(stderr, "chkwin: error: cannot open the BPF object: %s\n", strerror(-err));
 		goto out;
 	}
-	configure(r.skel, &r.plan, o);
+	configure(r.skel, &r.plan, o, r.ncpus);
 	err = chkwin_bpf__load(r.skel);
 	if (err) {
 		fprintf(stderr, "chkwin: error: cannot load the BPF programs: %s (-v shows the verifier log)\n",
 			strerror(-err));
 		goto out;
 	}
-	if (!o->counts_only) {
+	if (o->record != CHKWIN_RECORD_COUNTS) {
 		r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), on_record, &r, NULL);
 		if (!r.rb) {
 			err = -errno;

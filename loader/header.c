@@ -84,7 +84,11 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	text_add(t, "started_ns=%llu\n", (unsigned long long)started_ns);
 	text_add(t, "target_cpu=%d\n", o->cpu);
 	text_add(t, "sample_hz=%ld\n", o->sample_hz);
-	text_kv(t, "records", o->counts_only ? "off" : "on");
+	text_kv(t, "record", chkwin_record_names[o->record]);
+	text_add(t, "history=%ld\n", o->record == CHKWIN_RECORD_FAILURES ? o->history : 0);
+	text_add(t, "wakeup_bytes=%ld\n", o->wakeup_kb << 10);
+	if (o->floor)
+		text_kv(t, "floor", "on");
 	for (i = 0; i < PLAN_PROBES; i++) {
 		snprintf(buf, sizeof(buf), "mode.%s", chkwin_plan_names[i]);
 		text_kv(t, buf, p->mode[i] ? p->mode[i] : "absent");

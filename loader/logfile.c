@@ -18,7 +18,7 @@
 #include "logtext.h"
 
 #define FILE_HEAD_V1	16
-#define FILE_HEAD_LEN	24	/* version 2: plus the header CRC and 4 zero bytes */
+#define FILE_HEAD_LEN	24	/* version 2 on: plus the header CRC and 4 zero bytes */
 #define CHUNK_HEAD_LEN	16
 
 static const char *const rec_names[CHKWIN_REC_TYPES] = {
@@ -29,7 +29,14 @@ static const char *const rec_names[CHKWIN_REC_TYPES] = {
 	[CHKWIN_REC_SOFTIRQ] = "softirq",
 	[CHKWIN_REC_BLOCK] = "block",
 	[CHKWIN_REC_SAMPLE] = "sample",
+	[CHKWIN_REC_SNAPSHOT] = "snapshot",
 };
+
+/* Version 3 added the snapshot record; earlier logs cannot hold one. */
+static unsigned int rec_types(unsigned int version)
+{
+	return version < 3 ? CHKWIN_REC_SNAPSHOT : CHKWIN_REC_TYPES;
+}
 
 _Static_assert(sizeof(struct chkwin_rec) == CHKWIN_REC_SIZE,
 	       "records are 64 bytes (docs/log-format.md)");
@@ -253,7 +260,8 @@ static long bad_record(const struct chkwin_log_view *v, const uint8_t *recs,
 	for (i = 0; i < count; i++) {
 		const struct chkwin_rec *r = (const void *)(recs + (size_t)i * CHKWIN_REC_SIZE);
 
-		if (!chkwin_rec_name(r->h.type) || (v->cpus && r->h.cpu >= v->cpus))
+		if (!chkwin_rec_name(r->h.type) || r->h.type >= rec_types(v->version) ||
+		    (v->cpus && r->h.cpu >= v->cpus))
 			return i;
 	}
 	return -1;
@@ -320,7 +328,7 @@ int chkwin_log_parse(const uint8_t *data, size_t size,
 	if (size < FILE_HEAD_V1)
 		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the file header");
 	v->version = get_u16(data + 8);
-	if (v->version != 1 && v->version != CHKWIN_LOG_VERSION) {
+	if (v->version < 1 || v->version > CHKWIN_LOG_VERSION) {
 		snprintf(why, sizeof(why), "unsupported log version %u", v->version);
 		return fail(v, CHKWIN_LOG_CORRUPT, 8, why);
 	}

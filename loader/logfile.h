@@ -10,7 +10,7 @@
 #include "chkwin.h"
 
 #define CHKWIN_LOG_MAGIC	"CHKWLOG"	/* plus its NUL: 8 bytes */
-#define CHKWIN_LOG_VERSION	2	/* written; version 1 logs still read */
+#define CHKWIN_LOG_VERSION	3	/* written; versions 1 and 2 still read */
 #define CHKWIN_CHUNK_RECS	1024
 
 struct chkwin_log_writer {

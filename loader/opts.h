@@ -5,6 +5,10 @@
 
 #include <stdbool.h>
 
+#include <linux/types.h>
+
+#include "chkwin.h"
+
 /* Probes as the user and the log name them ("mode.NAME"). */
 enum chkwin_plan_probe {
 	PLAN_CHKSUM,
@@ -20,6 +24,8 @@ enum chkwin_plan_probe {
 };
 
 extern const char *const chkwin_plan_names[PLAN_PROBES];
+/* --record values, indexed by enum chkwin_record_mode; the log's "record" key. */
+extern const char *const chkwin_record_names[];
 
 enum chkwin_attach_mode {
 	ATTACH_AUTO,		/* tracepoints where present, else fallbacks */
@@ -44,7 +50,10 @@ struct chkwin_opts {
 	long sample_hz;		/* 0: no sampler */
 	bool off[PLAN_PROBES];	/* turned off by the user */
 	enum chkwin_attach_mode mode;
-	bool counts_only;
+	enum chkwin_record_mode record;
+	long history;		/* failures mode: K, records per history ring */
+	long wakeup_kb;		/* 0: wake user space per record */
+	bool floor;		/* bench: programs attach and return at once */
 	long ringbuf_mb;
 	bool dry_run;
 	bool verbose;

@@ -327,6 +327,11 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 	if (!err)
 		err = plan_block(o, &kb, p);
 	p->mode[PLAN_SAMPLE] = o->sample_hz ? "perf_event" : "off";
+	/* A snapshot walks its rings with bpf_loop (5.17). */
+	if (!err && o->record == CHKWIN_RECORD_FAILURES &&
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1)
+		err = failed(p, "--record failures needs bpf_loop, which this kernel lacks (5.17+); %s",
+			     "use --record all");
 	read_callers(&kb, p);
 	p->caller_source = "none";
 	if (!err && p->use_chksum_tp) {

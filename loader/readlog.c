@@ -26,6 +26,8 @@ static const char *const csv_columns[] = {
 	"end_ns", "ino", "dev", "stored", "computed", "err", "pc", "sp", "irq",
 	"class", "el", "func", "offset", "ipi", "caller", "seed", "length",
 	"result", "irqs", "vec", "sector", "nr_sectors", "cmd_flags", "error", "block",
+	"call_horizon", "arrival_horizon", "history", "calls", "arrivals", "blocks",
+	"evicted", "trigger",
 };
 
 #define NCOLS (sizeof(csv_columns) / sizeof(csv_columns[0]))
@@ -54,6 +56,11 @@ static int add_str(struct field *f, int n, const char *name, const char *s, size
 static const char *class_name(unsigned int c)
 {
 	return c < CHKWIN_CLASSES ? chkwin_class_names[c] : "?";
+}
+
+static const char *rec_name(unsigned int type)
+{
+	return chkwin_rec_name(type) ? chkwin_rec_name(type) : "?";
 }
 
 /*
@@ -120,6 +127,16 @@ static int rec_fields(const struct chkwin_rec *r, struct field *f)
 		n = add_str(f, n, "class", class_name(r->sample.class), 16);
 		n = add(f, n, "el", 0, "%llu", r->sample.el);
 		n = add(f, n, "func", 0, "%llu", r->sample.func);
+		break;
+	case CHKWIN_REC_SNAPSHOT:
+		n = add(f, n, "call_horizon", 0, "%llu", r->snapshot.call_horizon);
+		n = add(f, n, "arrival_horizon", 0, "%llu", r->snapshot.arrival_horizon);
+		n = add(f, n, "history", 0, "%llu", r->snapshot.history);
+		n = add(f, n, "calls", 0, "%llu", r->snapshot.calls);
+		n = add(f, n, "arrivals", 0, "%llu", r->snapshot.arrivals);
+		n = add(f, n, "blocks", 0, "%llu", r->snapshot.blocks);
+		n = add(f, n, "evicted", 0, "%llu", r->snapshot.evicted);
+		n = add_str(f, n, "trigger", rec_name(r->snapshot.trigger), 16);
 		break;
 	}
 	return n;

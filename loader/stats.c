@@ -23,6 +23,7 @@ const char *const chkwin_probe_names[CHKWIN_PROBES] = {
 	[CHKWIN_PROBE_SOFTIRQ] = "softirq",
 	[CHKWIN_PROBE_BLOCK] = "block",
 	[CHKWIN_PROBE_SAMPLE] = "sample",
+	[CHKWIN_PROBE_SNAPSHOT] = "snapshot",
 };
 
 static const char *const plain_counters[CHKWIN_CNT_IRQ_CLASS] = {
@@ -36,6 +37,8 @@ static const char *const plain_counters[CHKWIN_CNT_IRQ_CLASS] = {
 	[CHKWIN_CNT_IRQ_UNHANDLED] = "irq_unhandled",
 	[CHKWIN_CNT_SOFTIRQ] = "softirq",
 	[CHKWIN_CNT_BLOCK] = "block",
+	[CHKWIN_CNT_SNAPSHOT] = "snapshot",
+	[CHKWIN_CNT_EVICTED] = "evicted",
 };
 
 const char *chkwin_counter_name(int i, char *buf, unsigned long len)
