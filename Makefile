@@ -22,7 +22,8 @@ DEMO_ARGS = --boot-seconds $(BOOT_SECONDS) --record-seconds $(RECORD_SECONDS) \
 	--workload $(WORKLOAD) $(if $(SEED),--seed $(SEED))
 # Tests that need no kernel: run first, and alone by make test-host.
 HOST_TESTS := tests/test_verdict.py tests/test_experiment.py tests/test_logformat.py \
-	tests/test_analysis.py tests/test_fuzz.py tests/test_testdisk.py tests/test_loadgen.py
+	tests/test_analysis.py tests/test_flight.py tests/test_fuzz.py tests/test_testdisk.py \
+	tests/test_loadgen.py
 
 DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \

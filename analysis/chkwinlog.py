@@ -1,4 +1,4 @@
-"""Reader of the chkwin event log, versions 2 and 1 (docs/log-format.md).
+"""Reader of the chkwin event log, versions 3, 2 and 1 (docs/log-format.md).
 
 The C reader (chkwin --read) and this one follow the same document.
 Records come back as a numpy structured array (one dtype for all types,
@@ -7,7 +7,7 @@ millions of records reads in well under a second.
 
     log = chkwinlog.read("log.bin")
     log.status          # "complete" or "truncated"; corrupt raises LogError
-    log.version         # 2, or 1 for logs written before header CRCs
+    log.version         # 3; 2 before snapshots, 1 before header CRCs
     log.header["mode.chksum"], log.trailer["lost.irq"]
     irqs = log.of("irq"); irqs["pc"], irqs["class"]
 """
@@ -20,10 +20,10 @@ import zlib
 import numpy as np
 
 MAGIC = b"CHKWLOG\0"
-VERSION = 2
+VERSION = 3
 REC_SIZE = 64
 FILE_HEAD_V1 = struct.Struct("<8sHHI")
-FILE_HEAD = struct.Struct("<8sHHIII")     # version 2: plus header CRC, 4 zero bytes
+FILE_HEAD = struct.Struct("<8sHHIII")     # version 2 on: plus header CRC, 4 zero bytes
 CHUNK_HEAD = struct.Struct("<4sIII")
 # Bounds on what a header may say (loader/logtext.h): analysis sizes its
 # tables by them.
@@ -33,11 +33,15 @@ MAX_LINES = 4096
 HIST_SLOTS = 256
 
 TYPES = {1: "chksum", 2: "verify", 3: "iget", 4: "irq", 5: "softirq",
-         6: "block", 7: "sample"}
+         6: "block", 7: "sample", 8: "snapshot"}
 TYPE_IDS = {name: num for num, name in TYPES.items()}
 CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
 # The probes, in bpf/chkwin.h's enum chkwin_probe order (trailer lost.PROBE).
-PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample"]
+PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample", "snapshot"]
+# The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
+# types each keeps.  Blocks: completions only, one ring for all CPUs.
+RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
+         "blocks": ("block",)}
 # Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
 WINDOW_KEYS = ["window", "window.exact"]
 
@@ -65,6 +69,9 @@ PAYLOADS = {
               ("cmd_flags", "<u4", 16), ("error", "<i4", 20)],
     "sample": [("pc", "<u8", 0), ("sp", "<u8", 8), ("offset", "<u2", 16),
                ("class", "u1", 18), ("el", "u1", 19), ("func", "u1", 20)],
+    "snapshot": [("call_horizon", "<u8", 0), ("arrival_horizon", "<u8", 8),
+                 ("history", "<u4", 16), ("calls", "<u4", 20), ("arrivals", "<u4", 24),
+                 ("blocks", "<u4", 28), ("evicted", "<u4", 32), ("trigger", "u1", 36)],
 }
 
 
@@ -298,11 +305,17 @@ class Log:
                 if k.startswith("irq.")}
 
 
-def _check_records(rows, base, cpus):
+def record_types(version):
+    """How many record types a log of this version can hold: version 3
+    added the snapshot."""
+    return len(TYPES) if version >= 3 else TYPE_IDS["snapshot"] - 1
+
+
+def _check_records(rows, base, cpus, version):
     """Offset of the first record that cannot be right, or None."""
     types = rows[:, 0]
     cpu = rows[:, 2].astype(np.uint32) | (rows[:, 3].astype(np.uint32) << 8)
-    bad = (types < 1) | (types > len(TYPES))
+    bad = (types < 1) | (types > record_types(version))
     if cpus:
         bad |= cpu >= cpus
     if bad.any():
@@ -324,7 +337,7 @@ def parse(data):
     if size < FILE_HEAD_V1.size:
         raise LogError(size, "file ends inside the file header")
     _, version, rec_size, hlen = FILE_HEAD_V1.unpack_from(data, 0)
-    if version not in (1, VERSION):
+    if not 1 <= version <= VERSION:
         raise LogError(8, f"unsupported log version {version}")
     head = FILE_HEAD_V1 if version == 1 else FILE_HEAD
     if size < head.size:
@@ -401,7 +414,7 @@ def parse(data):
         avail = (size - body) // REC_SIZE
         whole = min(avail, count)
         rows = buf[body:body + whole * REC_SIZE].reshape(-1, REC_SIZE)
-        bad = _check_records(rows, body, cpus)
+        bad = _check_records(rows, body, cpus, version)
         if avail < count:
             if bad is not None:
                 raise LogError(off, "bad record in the last chunk")

@@ -21,6 +21,7 @@ is sorted by ts.
 import numpy as np
 
 import chkwinlog
+import flight
 from chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
 WINDOW_CLASS = chkwinlog.CLASSES.index("window")
@@ -193,7 +194,8 @@ class Correlation:
 
     def _group(self, v, kind):
         """Calls of v's task that feed its kind, ended by v.ts and began after
-        the task's previous verdict (verify or iget record)."""
+        the task's previous verdict (verify or iget record); and that
+        verdict's ts (0: none)."""
         tid, ts = v["tid"], v["ts"]
         lo, hi = self._task_slice(self._marks["tid"], tid)
         k = lo + np.searchsorted(self._marks["ts"][lo:hi], ts, "left") - 1
@@ -203,7 +205,7 @@ class Correlation:
         begin = self.calls["ts"][mine]
         group = mine[np.searchsorted(begin, prev, "right"):np.searchsorted(begin, ts, "right")]
         group = group[self.calls["end_ns"][group] <= ts]
-        return group[self._feeds(self.calls["caller"][group], kind)]
+        return group[self._feeds(self.calls["caller"][group], kind)], prev
 
     def _outcome(self, call):
         """What became of one window-hit call's result: (outcome, the kind
@@ -228,7 +230,7 @@ class Correlation:
 
     def _failure(self, v):
         kind = verdict_kind(v, self.source)
-        group = self._group(v, kind)
+        group, prev = self._group(v, kind)
         a = self.arrivals
         in_group = np.isin(a.call, group)
         hits = np.nonzero(in_group & a.window)[0]
@@ -247,6 +249,7 @@ class Correlation:
             "computed": int(v["computed"]) if self.source == "verify" else None,
             "group_calls": len(group),
             "attributed": bool(len(hits)),
+            "history_covered": flight.covered(self.log, int(v["cpu"]), int(v["ts"]), prev),
             "call": None if c is None else {
                 "ts": int(c["ts"]), "end_ns": int(c["end_ns"]), "cpu": int(c["cpu"]),
                 "caller": self.caller_names.get(int(c["caller"]), str(c["caller"])),

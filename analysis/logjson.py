@@ -35,6 +35,8 @@ def text_block(what, raw):
 
 
 def _value(name, v):
+    if name == "trigger":
+        return json_str(TYPES.get(int(v), "?").encode())
     if name == "class":
         return json_str(CLASSES[v].encode() if v < len(CLASSES) else b"?")
     if name == "ipi":

@@ -1,5 +1,5 @@
 """Synthetic chkwin logs with known answers, written in the format of
-docs/log-format.md (version 2 by default, version 1 on request: the same
+docs/log-format.md (version 3 by default, version 1 on request: the same
 layouts chkwinlog reads).
 
 generate() lays out igets the way the lab kernel does them: an inode-table
@@ -52,7 +52,7 @@ def header(cpus=2, flavour="unpatched", window="gcc49", verify="tp_btf",
          f"ext4.chksum_window={window}", "flavour": flavour,
          "chksum_window": window, "cpus": cpus, "clock": "CLOCK_MONOTONIC",
          "clocksource": "arch_sys_counter", "started_ns": T0, "target_cpu": -1,
-         "sample_hz": sample_hz, "records": "on", "mode.chksum": "tp_btf",
+         "sample_hz": sample_hz, "record": "all", "mode.chksum": "tp_btf",
          "mode.verify": verify, "mode.iget": "kprobe+kretprobe",
          "mode.irq": "tp_btf+irq_regs", "mode.ipi": "tp_btf",
          "mode.softirq": "tp_btf", "mode.block": "tp_btf",
@@ -293,7 +293,7 @@ def _irqs(cpu, tid, ts, classes, rng):
     cls = np.select([classes == name for name in CLASS], list(CLASS.values()))
     r["type"], r["cpu"], r["tid"] = TYPE_IDS["irq"], cpu, tid
     r["ts"] = ts
-    r["end_ns"] = r["ts"] + 3000
+    r["end_ns"] = r["ts"] + 80     # a handler ends before the call it interrupted
     r["irq"] = 11
     r["class"], r["el"] = cls, np.where(cls == CLASS["user"], 0, 1)
     in_func = cls <= CLASS["chksum"]

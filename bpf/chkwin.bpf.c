@@ -288,8 +288,11 @@ static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
 	return head - from;
 }
 
-/* A failure on this CPU: send what its rings and the blocks ring hold. */
-static __always_inline void snapshot(__u8 trigger)
+/*
+ * A failure on this CPU: send what its rings and the blocks ring hold.  The
+ * snapshot record has the failing record's ts, so readers can pair them.
+ */
+static __always_inline void snapshot(__u8 trigger, __u64 ts)
 {
 	struct drain calls = {}, arrivals = {}, blocks = {};
 	struct chkwin_rec s;
@@ -299,6 +302,7 @@ static __always_inline void snapshot(__u8 trigger)
 		return;
 	count(CHKWIN_CNT_SNAPSHOT);
 	rec_init(&s, CHKWIN_REC_SNAPSHOT);
+	s.h.ts = ts;
 	s.snapshot.trigger = trigger;
 	s.snapshot.history = history_len;
 	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS), &calls, &evicted,
@@ -521,7 +525,7 @@ static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 co
 	r.verify.block = block;
 	emit(&r, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS);
 	if (stored != computed)
-		snapshot(CHKWIN_REC_VERIFY);
+		snapshot(CHKWIN_REC_VERIFY, r.h.ts);
 }
 
 SEC("tp_btf/ext4_inode_csum_verify")
@@ -560,7 +564,7 @@ static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
 	r.iget.err = (__s32)err;
 	emit(&r, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS);
 	if (err == -EBADMSG)
-		snapshot(CHKWIN_REC_IGET);
+		snapshot(CHKWIN_REC_IGET, r.h.ts);
 }
 
 SEC("fexit/__ext4_iget")

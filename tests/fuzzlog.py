@@ -43,12 +43,13 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "analysis"))
 import chkwinlog  # noqa: E402
 import correlate  # noqa: E402
+import flight  # noqa: E402
 import logjson  # noqa: E402
 import summary  # noqa: E402
 import synthlog  # noqa: E402
 
 PY = "/usr/bin/python3"
-KINDS = ("cut", "flip", "bytes", "header", "trailer", "chunks", "length")
+KINDS = ("cut", "flip", "bytes", "header", "trailer", "chunks", "retype", "length")
 HOSTILE_HEADER = [
     b"cpus=2a", b"cpus=-1", b"cpus=2_0", b"cpus=100000", b"cpus=" + b"9" * 31, b"cpus=0",
     b"cpus=64", b"cpus=", b"caller.x=EXT4_CHKSUM_DIR", b"window=0xffffffc0082ab214",
@@ -101,8 +102,8 @@ class Parts:
         if self.version == 1:
             out = chkwinlog.FILE_HEAD_V1.pack(chkwinlog.MAGIC, 1, chkwinlog.REC_SIZE, len(htext))
         else:
-            out = chkwinlog.FILE_HEAD.pack(chkwinlog.MAGIC, 2, chkwinlog.REC_SIZE, len(htext),
-                                           crcs[0], 0)
+            out = chkwinlog.FILE_HEAD.pack(chkwinlog.MAGIC, self.version, chkwinlog.REC_SIZE,
+                                           len(htext), crcs[0], 0)
         out += htext
         for seq, body in enumerate(chunks):
             out += chkwinlog.CHUNK_HEAD.pack(b"CHNK", len(body) // chkwinlog.REC_SIZE,
@@ -123,7 +124,8 @@ def _chain(version, htext, chunks, trailer):
         crc = 0
         out = [0] + [zlib.crc32(b) for b in chunks]
     else:
-        first = chkwinlog.FILE_HEAD_V1.pack(chkwinlog.MAGIC, 2, chkwinlog.REC_SIZE, len(htext))
+        first = chkwinlog.FILE_HEAD_V1.pack(chkwinlog.MAGIC, version, chkwinlog.REC_SIZE,
+                                            len(htext))
         crc = zlib.crc32(htext, zlib.crc32(first))
         out = [crc]
         for b in chunks:
@@ -151,6 +153,14 @@ def bases(tmp):
     synthlog.write(tmp / "v1.bin", s.header, s.records,
                    synthlog.trailer_for(s.records, 3_000_000_000), chunk=400, version=1)
     out["v1"] = (tmp / "v1.bin").read_bytes()
+    synthlog.write(tmp / "v2.bin", s.header, s.records,
+                   synthlog.trailer_for(s.records, 3_000_000_000), chunk=400, version=2)
+    out["v2"] = (tmp / "v2.bin").read_bytes()
+    # What the flight recorder writes: snapshots (version 3 only).
+    cut = flight.cut(chkwinlog.parse(bytearray(out["complete"])), 8)
+    synthlog.write(tmp / "flight.bin", cut.header, cut.records,
+                   synthlog.trailer_for(cut.records, 3_000_000_000), chunk=40)
+    out["flight"] = (tmp / "flight.bin").read_bytes()
     return out
 
 
@@ -199,6 +209,14 @@ def mutate(rng, name, data):
         text = _edit_text(rng, parts.trailer, HOSTILE_TRAILER)
         return f"{name} trailer edit (crc {'fixed' if fix else 'kept'})", \
             parts.join(trailer=text, fix_crc=fix)
+    if kind == "retype" and parts.chunks:
+        # Any type number, in a log of any version (snapshots only from 3).
+        i = rng.randrange(len(parts.chunks))
+        body = bytearray(parts.chunks[i])
+        body[rng.randrange(len(body) // chkwinlog.REC_SIZE) * chkwinlog.REC_SIZE] = \
+            rng.randrange(len(chkwinlog.TYPES) + 2)
+        chunks = parts.chunks[:i] + [bytes(body)] + parts.chunks[i + 1:]
+        return f"{name} retype (chunk {i})", parts.join(chunks=chunks)
     if kind == "chunks" and len(parts.chunks) >= 2:
         chunks = list(parts.chunks)
         i, j = rng.sample(range(len(chunks)), 2)

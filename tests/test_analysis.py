@@ -287,25 +287,27 @@ def test_wrong_magic(tmp_path, cmd):
 def test_newer_version_missing_and_empty(synth, tmp_path):
     _, path = synth
     data = bytearray(path.read_bytes())
-    data[8:10] = struct.pack("<H", 3)
-    (tmp_path / "v3.bin").write_bytes(data)
-    assert "unsupported log version 3" in one_line_error(analyze("summary", tmp_path / "v3.bin"))
+    data[8:10] = struct.pack("<H", 4)
+    (tmp_path / "v4.bin").write_bytes(data)
+    assert "unsupported log version 4" in one_line_error(analyze("summary", tmp_path / "v4.bin"))
     assert "No such file" in one_line_error(analyze("summary", tmp_path / "none.bin"))
     (tmp_path / "empty.bin").write_bytes(b"")
     assert "empty file" in one_line_error(analyze("correlate", tmp_path / "empty.bin"))
 
 
-def test_version_1_logs_still_read(tmp_path, geometry):
-    """A log in the first format (no header CRC, a CRC per chunk) gives
-    the same records and the same answers as the same run in version 2."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_versions_still_read(tmp_path, geometry, version):
+    """A log in the first format (no header CRC, a CRC per chunk) or the
+    second (no snapshot records) gives the same records and the same
+    answers as the same run in the current one."""
     s = synthlog.generate(igets=1500, k=2, m=1, seed=3)
-    s.write(tmp_path / "v1.bin", version=1)
-    s.write(tmp_path / "v2.bin")
-    v1, v2 = chkwinlog.read(tmp_path / "v1.bin"), chkwinlog.read(tmp_path / "v2.bin")
-    assert (v1.version, v2.version) == (1, 2)
-    assert v1.status == v2.status == "complete"
-    assert (v1.records == v2.records).all() and v1.header == v2.header
-    c1, c2 = correlation(tmp_path / "v1.bin", geometry), correlation(tmp_path / "v2.bin", geometry)
+    s.write(tmp_path / "old.bin", version=version)
+    s.write(tmp_path / "now.bin")
+    old, now = chkwinlog.read(tmp_path / "old.bin"), chkwinlog.read(tmp_path / "now.bin")
+    assert (old.version, now.version) == (version, chkwinlog.VERSION)
+    assert old.status == now.status == "complete"
+    assert (old.records == now.records).all() and old.header == now.header
+    c1, c2 = (correlation(tmp_path / f"{n}.bin", geometry) for n in ("old", "now"))
     assert c1.failures == c2.failures and c1.attributed() == 2
 
 

@@ -109,6 +109,16 @@ int main(void)
 	FIELD(sample, class);
 	FIELD(sample, el);
 	FIELD(sample, func);
+	printf("], \"snapshot\": [");
+	first = 1;
+	FIELD(snapshot, call_horizon);
+	FIELD(snapshot, arrival_horizon);
+	FIELD(snapshot, history);
+	FIELD(snapshot, calls);
+	FIELD(snapshot, arrivals);
+	FIELD(snapshot, blocks);
+	FIELD(snapshot, evicted);
+	FIELD(snapshot, trigger);
 	printf("]}}\n");
 	return 0;
 }
