@@ -12,6 +12,7 @@ SEED           ?=
 SMP            ?= 2
 MEM            ?= 1024
 SAMPLE_HZ      ?= 20000
+RECORD         ?= failures
 WORKLOAD       ?= inode-load
 WIDTHS         ?= 1,2,4,8,16
 RATES          ?= 0,5000,10000,20000,40000
@@ -19,7 +20,7 @@ DOSE_BUDGET    ?= 35
 DEMO_ARGS = --boot-seconds $(BOOT_SECONDS) --record-seconds $(RECORD_SECONDS) \
 	--precision $(PRECISION) --max-boots $(MAX_BOOTS) --budget $(BUDGET) \
 	--margin $(MARGIN) --smp $(SMP) --mem $(MEM) --sample-hz $(SAMPLE_HZ) \
-	--workload $(WORKLOAD) $(if $(SEED),--seed $(SEED))
+	--record $(RECORD) --workload $(WORKLOAD) $(if $(SEED),--seed $(SEED))
 # Tests that need no kernel: run first, and alone by make test-host.
 HOST_TESTS := tests/test_verdict.py tests/test_experiment.py tests/test_logformat.py \
 	tests/test_analysis.py tests/test_flight.py tests/test_fuzz.py tests/test_testdisk.py \

@@ -297,6 +297,16 @@ class Correlation:
             "nr_sectors": int(b["nr_sectors"]), "latency_ns": int(v["ts"] - b["ts"]),
             "cross_cpu": bool(b["cpu"] != v["cpu"])}}
 
+    def window_totals(self):
+        """(calls with a window arrival, window arrivals) of the whole run.
+        A flight log (record=failures) has only its snapshots' records, so
+        these come from its trailer's counters (0 without a trailer)."""
+        if self.log.header.get("record") == "failures":
+            t = self.log.trailer or {}
+            return (int(t.get("count.chksum_window", 0)),
+                    int(t.get("count.irq.window", 0)) + int(t.get("count.sample.window", 0)))
+        return int(len(self.window_calls)), int(np.count_nonzero(self.arrivals.window))
+
     def attributed(self):
         return sum(f["attributed"] for f in self.failures)
 

@@ -171,8 +171,7 @@ def recorded(doc, runs):
                 continue
             log, corr = runs[b["dir"]]
             calls = b["calls"]
-            hit_calls = int(len(corr.window_calls))
-            arrivals = int(np.count_nonzero(corr.arrivals.window))
+            hit_calls, arrivals = corr.window_totals()
             fails = b["failures_total"]
             logged = len(corr.failures)
             timing = poisson_ci(hit_calls)
@@ -190,6 +189,8 @@ def recorded(doc, runs):
                          # The converse of attribution: what became of each
                          # window-hit call's result, by what it checksummed.
                          "window_outcomes": corr.outcomes_by_caller(),
+                         # A flight log has the window calls of snapshots only.
+                         "record": log.header.get("record", "all"),
                          "logged_by_kind": corr.by_kind(),
                          # Instructions of the emulated code that arrivals
                          # landed before: only block starts, unless -singlestep.
@@ -215,8 +216,9 @@ def recorded_table(rows):
         out.append([r["boot"], f"{r['calls']:,}",
                     f"{r['timing']:.3g} ({_ci(*r['timing_ci'])}), {r['window_calls']} calls",
                     str(r["failures"]), mech,
-                    ", ".join(f"{k} {o['failed']}/{o['matched']}/{o['not verified']}"
-                              for k, o in sorted(r["window_outcomes"].items())) or "-",
+                    (", ".join(f"{k} {o['failed']}/{o['matched']}/{o['not verified']}"
+                               for k, o in sorted(r["window_outcomes"].items())) or "-")
+                    + (" (in snapshots)" if r.get("record") == "failures" else ""),
                     ", ".join(f"{k} {n}" for k, n in sorted(r["failures_by_kind"].items()))
                     or "-",
                     ", ".join(f"{k} {a}/{n}" for k, (n, a) in sorted(r["logged_by_kind"].items()))

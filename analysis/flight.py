@@ -100,11 +100,13 @@ def cut(log, history):
 
 
 def covered(log, cpu, ts, since):
-    """Whether a flight log holds all of a failure's history: the snapshot
-    of the failing record (same CPU and ts) has both horizons at or before
-    `since`, the task's previous verdict, after which its group's calls
-    began (a horizon of 0: the ring never wrapped).  None for a log of
-    every record."""
+    """Whether a flight log holds a failure's history from `since` on: the
+    snapshot of the failing record (same CPU and ts) has both horizons at
+    or before it (a horizon of 0: the ring never wrapped).  Correlation
+    asks from the task's previous verdict, after which the failure's group
+    of calls began (0 when the log has none: not covered unless the rings
+    never wrapped); from the failing call's begin, it asks whether K
+    covered that call.  None for a log of every record."""
     if log.header.get("record") != "failures":
         return None
     snaps = log.rows("snapshot")

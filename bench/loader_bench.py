@@ -23,7 +23,10 @@ from section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-NAMES = {"chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
+NAMES = {"floor": "floor (chkwin's programs return at once)",
+         "chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
+         "failures": "chkwin -R failures (flight recorder)",
+         "eager": "chkwin --wakeup-kb 0 (reader woken per record)",
          "tracefs": "tracefs events, trace_pipe_raw"}
 RATES = "2000,5000,10000,20000,50000"
 # guest/scenarios/loader-bench's lines; JSON is chkwin's closing record
@@ -118,7 +121,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=15,
                     help="guest seconds of each measured piece")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--modes", default="chkwin,fallback,tracefs",
+    ap.add_argument("--modes", default="floor,chkwin,eager,failures,fallback,tracefs",
                     help="tracers to compare with nothing (comma-separated)")
     ap.add_argument("--rates", default=RATES,
                     help="sampler rates in Hz after the rounds; empty for none")
@@ -155,7 +158,10 @@ def main():
     for hz, _, _, result in RATE_RE.findall(console):
         found = closing_record(result, "loader_bench")
         rate, lost = found["records"] / found["seconds"], found["lost"]
-        rows.append((f"chkwin -F {hz} (sampler): records/s, lost", f"{rate:.0f}/s, {lost}"))
+        arrivals = (found.get("irq_arrivals", 0) + found.get("sampler_ticks", 0)) \
+            / found["seconds"]
+        rows.append((f"chkwin -F {hz} (sampler): records/s, interrupt arrivals/s, lost",
+                     f"{rate:.0f}/s, {arrivals:.0f}/s, {lost}"))
         if lost == 0 and (best is None or rate > best[0]):
             best = (rate, hz)
     if args.rates:

@@ -3,8 +3,10 @@
 Debian root filesystem.
 
 One boot of the loader-bench scenario under `guest/run.py --root debian`:
-rounds of the inode loop with nothing, bpftrace, perf record and chkwin
-in turn, each asked the same question (where in the checksum code do
+rounds of the inode loop with nothing, the floor (chkwin's programs
+attached and returning at once), bpftrace, chkwin's flight recorder
+(`-R failures`), chkwin recording everything and perf record in turn,
+each asked the same question (where in the checksum code do
 interrupts land, how many checksum calls, how many failures).  A
 slowdown is the untraced piece's pass rate over the traced one's in the
 same round.  Prints a Markdown section: the figures, then what each peer
@@ -15,18 +17,22 @@ import argparse
 import collections
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 
-from loader_bench import boot, parse_pieces, slowdown, untraced_row
+from loader_bench import boot, parse_pieces, slowdown, spread, untraced_row
 from section import print_section
 from stackscan_bench import output_of
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-NAMES = {"bpftrace": "bpftrace (maps)", "perf": "perf record -a -g",
-         "chkwin": "chkwin (tracepoints)"}
+NAMES = {"floor": "floor (chkwin's programs return at once)", "bpftrace": "bpftrace (maps)",
+         "failures": "chkwin -R failures (flight recorder)",
+         "chkwin": "chkwin -R all (every record)", "perf": "perf record -a -g"}
+# The issue's goals, as ratios of pass rates in the same round.
+ALL_GOAL = 2.0
 # What each tracer can and cannot answer, for the section's introduction.
 ABILITIES = {
     "bpftrace": "**bpftrace** (0.17) answers it in maps: the interrupted pc from "
@@ -39,14 +45,19 @@ ABILITIES = {
             "interrupted pc is only the frame after `el1h_64_irq`, found by "
             "post-processing `perf script` in the guest (not timed).  Its file "
             "grows with the call chains.",
-    "chkwin": "**chkwin** classifies each interrupt in the kernel and keeps one "
+    "chkwin": "**chkwin -R all** classifies each interrupt in the kernel and keeps one "
               "64-byte record per event, so failures can be attributed offline.",
+    "failures": "**chkwin -R failures** counts as `-R all` does, keeps the last 256 "
+                "calls and arrivals per CPU in BPF maps, and sends them only when a "
+                "checksum fails: the attribution, at the cost of counting.",
+    "floor": "**the floor**: the same attach points with programs that return at once, "
+             "what attaching alone costs under TCG.",
 }
 FUNCS = ["ext4_chksum", "ext4_chksum_gcc49"]
 # Wall seconds the watchdog allows a piece beyond its measured part:
 # bpftrace compiles its script each round, and perf's untimed perf script
 # pass over the call chains takes minutes in the guest.
-SLACK = {"bpftrace": 240, "perf": 600, "chkwin": 240}
+SLACK = {"floor": 240, "bpftrace": 240, "failures": 240, "perf": 600, "chkwin": 240}
 ANSWER_RE = re.compile(r"^bench-answer: (\w+) (\d+) (\S+) (.*)$", re.M)
 
 
@@ -101,6 +112,32 @@ def normalise_offsets(total):
     return out
 
 
+def ratios(pieces, rounds, slower, faster):
+    """Per round, faster's pass rate over slower's: how many times slower."""
+    return [pieces[faster, r]["rate"] / pieces[slower, r]["rate"] for r in rounds]
+
+
+def goal_rows(pieces, rounds, modes):
+    """Each tracer above the floor, and the issue's two goals, met or not."""
+    rows = []
+    if "floor" in modes:
+        for mode in modes:
+            if mode != "floor":
+                rows.append((f"{NAMES[mode]}: slowdown above the floor, min / median / max",
+                             spread(ratios(pieces, rounds, mode, "floor"), "{:.2f}x")))
+    if {"failures", "bpftrace"} <= set(modes):
+        r = ratios(pieces, rounds, "failures", "bpftrace")
+        rows.append(("goal: chkwin -R failures no slower than bpftrace (bpftrace's pass "
+                     "rate over its, per round)",
+                     f"{spread(r, '{:.2f}')}: met in {sum(x <= 1 for x in r)} of {len(r)} rounds"))
+    if "chkwin" in modes:
+        r = ratios(pieces, rounds, "chkwin", "off")
+        med = statistics.median(r)
+        rows.append((f"goal: chkwin -R all at most {ALL_GOAL:.1f}x (median slowdown)",
+                     f"{med:.2f}x: {'met' if med <= ALL_GOAL else 'not met'}"))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flavour", default="unpatched", choices=["unpatched", "patched"])
@@ -111,7 +148,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5,
                     help="guest seconds of each measured piece")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--modes", default="bpftrace,perf,chkwin",
+    ap.add_argument("--modes", default="floor,bpftrace,failures,chkwin,perf",
                     help="tracers to compare with nothing (comma-separated)")
     args = ap.parse_args()
     args.modes = [m for m in args.modes.split(",") if m]
@@ -154,6 +191,7 @@ def main():
     if "chkwin" in args.modes:
         hits = sum(pieces["chkwin", r]["window_hits"] for r in rounds)
         rows.append(("chkwin: window hits (all rounds)", str(hits)))
+    rows += goal_rows(pieces, rounds, args.modes)
     intro = (f"One boot of `{args.flavour}` (window {args.window}) on the Debian root, "
              f"{args.seconds} s pieces of the inode loop, the tracers in turn in every "
              "round.  Each is asked chkwin's question: where in `ext4_chksum()` "

@@ -158,6 +158,10 @@ def parse_args(argv=None):
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
     ap.add_argument("--sample-hz", type=int, default=20000,
                     help="the loader's cpu-clock sampler in recorded boots, 0 = none")
+    ap.add_argument("--record", choices=["failures", "all"], default="failures",
+                    help="what recorded boots keep: the flight recorder's snapshots "
+                         "(default: a quarter of the cost, more failures a minute) "
+                         "or every record")
     ap.add_argument("--workload", choices=WORKLOADS, default="inode-load")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
@@ -201,7 +205,7 @@ class Experiment:
         return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
                "settings": {"boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
-                            "record_seconds": a.record_seconds,
+                            "record_seconds": a.record_seconds, "record": a.record,
                             "precision": a.precision, "max_boots": a.max_boots,
                             "min_boots": a.min_boots, "margin": a.margin,
                             "budget_minutes": a.budget, "dose_boots": a.dose_boots,
@@ -262,8 +266,10 @@ class Experiment:
             words.append(f"ext4.chksum_window_width={c['width']}")
         if c["kind"] == "recorded":
             words.append(f"chkwin.workload={self.args.workload}")
+            opts = [f"-R,{self.args.record}"]
             if self.args.sample_hz and not c["singlestep"]:
-                words.append(f"chkwin.loader=-F,{self.args.sample_hz}")
+                opts.append(f"-F,{self.args.sample_hz}")
+            words.append("chkwin.loader=" + ",".join(opts))
         if c["kind"] == "rate":
             words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
             if c["sample_hz"]:
