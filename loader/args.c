@@ -55,7 +55,7 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
-	{ "output", 'o', "FILE", 0, "Write every record to FILE (binary log, docs/log-format.md; never overwritten)", 0 },
+	{ "output", 'o', "FILE", 0, "Write what --record keeps to FILE (binary log, docs/log-format.md; never overwritten)", 0 },
 	{ "format", 'f', "FMT", 0, "Live summary and --read output: text (default), json or csv", 0 },
 	{ "cpu", 'c', "N", 0, "Record CPU N only", 0 },
 	{ "sample-hz", 'F', "HZ", 0, "Add a cpu-clock sampler at HZ per CPU (an interrupt source; the log says so)", 0 },

@@ -75,7 +75,9 @@ def test_help_has_examples(built):
 
 
 @pytest.mark.parametrize("argv", [["--bogus"], ["-f", "xml"], ["-d", "-3"],
-                                  ["1", "2", "3"], ["--cpu", "x"]])
+                                  ["1", "2", "3"], ["--cpu", "x"], ["-R", "some"],
+                                  ["--history", "0"], ["--history", "65537"],
+                                  ["--wakeup-kb", "-1"]])
 def test_bad_flags_fail_with_one_error_line(built, argv):
     proc = subprocess.run([str(built / "host" / "chkwin"), *argv],
                           capture_output=True, text=True)
