@@ -38,7 +38,7 @@ def row(path, log, corr):
         "latency_ms": lat.tolist(),
     }
     if log.window_known():
-        w = int(len(corr.window_calls))
+        w = corr.window_totals()[0]
         wlo, whi = poisson_ci(w)
         out.update(window_hits=w, window_per_million=w * scale,
                    window_ci=(wlo * scale, whi * scale),

@@ -30,10 +30,14 @@ def summarize(log, path, corr=None):
     known = log.window_known()
     counts = {kind: len(log.of(kind)) for kind in chkwinlog.TYPES.values()}
     secs = duration_s(log)
+    # A flight log's records are its snapshots': classes come from the
+    # counters, which saw every arrival.
+    flight = h.get("record") == "failures" and log.trailer is not None
     irq_classes = {}
     for kind in ("irq", "sample"):
         cls = log.of(kind)["class"]
-        irq_classes[kind] = {name: int((cls == n).sum())
+        irq_classes[kind] = {name: int(log.trailer.get(f"count.{kind}.{name}", 0)) if flight
+                             else int((cls == n).sum())
                              for n, name in enumerate(chkwinlog.CLASSES)}
         if not known:
             irq_classes[kind]["window"] = None
@@ -44,7 +48,7 @@ def summarize(log, path, corr=None):
         "kernel_release": h.get("kernel_release"), "flavour": h.get("flavour"),
         "kernel_kind": h.get("kernel_kind"), "window_known": known,
         "chksum_window": h.get("chksum_window"), "cpus": h.get("cpus"),
-        "sample_hz": h.get("sample_hz"),
+        "sample_hz": h.get("sample_hz"), "record": h.get("record", "all"),
         "modes": {k[5:]: v for k, v in h.items() if k.startswith("mode.")},
         "duration_s": round(secs, 3),
         "records": counts,
@@ -60,7 +64,7 @@ def summarize(log, path, corr=None):
         out["failures_attributed"] = corr.attributed() if known else None
         out["failures_by_kind"] = {k: n for k, (n, _) in corr.by_kind().items()}
         out["failure_source"] = corr.source
-        out["window_hit_calls"] = int(len(corr.window_calls)) if known else None
+        out["window_hit_calls"] = corr.window_totals()[0] if known else None
         out["arrivals_in_calls"] = len(corr.arrivals)
     return out
 
@@ -69,7 +73,7 @@ def text(s):
     lines = [f"log: {s['log']}", f"status: {s['status']}"
              + (f" ({s['reason']})" if s["truncated"] else "")]
     for key in ("kernel_release", "flavour", "kernel_kind", "chksum_window",
-                "cpus", "sample_hz", "duration_s", "ending"):
+                "cpus", "sample_hz", "record", "duration_s", "ending"):
         lines.append(f"{key}: {s[key]}")
     lines.append("modes: " + " ".join(f"{k}={v}" for k, v in s["modes"].items()))
     lines.append("records: " + " ".join(

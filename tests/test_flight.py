@@ -17,6 +17,7 @@ import chkwinlog  # noqa: E402
 import correlate  # noqa: E402
 import flight  # noqa: E402
 import fsgeom  # noqa: E402
+import summary  # noqa: E402
 import synthlog  # noqa: E402
 
 
@@ -80,3 +81,22 @@ def test_cut_needs_a_full_log(full):
     log, _, _ = full
     with pytest.raises(ValueError):
         flight.cut(flight.cut(log, 16), 16)
+
+
+def test_a_flight_logs_totals_come_from_its_counters(full, tmp_path):
+    """A flight log holds the snapshots' records only: how many calls had a
+    window arrival, and the arrivals by class, are the trailer's counters
+    (what the BPF side counted), not its records."""
+    log, geo, c = full
+    cut = flight.cut(log, 16)
+    trailer = synthlog.trailer_for(cut.records, 3_000_000_000)
+    trailer.update({"count.chksum_window": 1234, "count.irq.window": 7,
+                    "count.sample.window": 5, "count.irq.kernel": 99999})
+    synthlog.write(tmp_path / "flight.bin", cut.header, cut.records, trailer)
+    flog = chkwinlog.read(tmp_path / "flight.bin")
+    cc = correlate.Correlation(flog, geo)
+    assert cc.window_totals() == (1234, 12)
+    assert c.window_totals() == (len(c.window_calls), int(c.arrivals.window.sum()))
+    s = summary.summarize(flog, tmp_path / "flight.bin", cc)
+    assert s["record"] == "failures" and s["window_hit_calls"] == 1234
+    assert s["classes"]["irq"]["window"] == 7 and s["classes"]["irq"]["kernel"] == 99999
