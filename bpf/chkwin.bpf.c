@@ -217,8 +217,10 @@ static __always_inline __u32 ring_of(enum chkwin_ring ring)
 	return 2 * bpf_get_smp_processor_id() + ring;
 }
 
-/* Push into a history ring; the slot is claimed first, so a nested program
- * on this CPU takes the next one. */
+/*
+ * Push into a history ring; the slot is claimed first, so a nested program
+ * on this CPU takes the next one.
+ */
 static __always_inline void keep(const struct chkwin_rec *r, enum chkwin_ring ring)
 {
 	__u32 id = ring_of(ring), key;

@@ -84,7 +84,7 @@ enum chkwin_counter {
 	CHKWIN_CNT_SOFTIRQ,
 	CHKWIN_CNT_BLOCK,
 	CHKWIN_CNT_SNAPSHOT,		/* history snapshots taken */
-	CHKWIN_CNT_EVICTED,		/* history records overwritten before any snapshot wanted them */
+	CHKWIN_CNT_EVICTED,		/* history records a snapshot found overwritten */
 	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
 	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
 	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,
@@ -100,8 +100,10 @@ enum chkwin_hist_source {
 
 #define CHKWIN_HIST_ENTRIES (CHKWIN_HIST_SOURCES * CHKWIN_FUNCS * CHKWIN_HIST_SLOTS)
 
-/* What reaches user space: every record, or (flight recorder) per-CPU
- * history rings that a failure snapshots, or the counters alone. */
+/*
+ * What reaches user space: every record, or (flight recorder) per-CPU
+ * history rings that a failure snapshots, or the counters alone.
+ */
 enum chkwin_record_mode {
 	CHKWIN_RECORD_ALL,
 	CHKWIN_RECORD_FAILURES,
