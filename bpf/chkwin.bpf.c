@@ -552,9 +552,10 @@ int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned lo
 	return 0;
 }
 
-static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
+/* ret is __ext4_iget()'s return value as a number: an inode or an ERR_PTR. */
+static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 {
-	__s64 err = (__u64)ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
+	__s64 err = ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
 	struct chkwin_rec r;
 
 	count(CHKWIN_CNT_IGET);
@@ -569,11 +570,17 @@ static __always_inline void iget_done(__u64 ino, __u32 dev, struct inode *ret)
 		snapshot(CHKWIN_REC_IGET, r.h.ts);
 }
 
+/*
+ * The return value through bpf_get_func_ret(): as a typed argument it is a
+ * pointer, and the verifier refuses to store its low half in a record on
+ * the stack.
+ */
 SEC("fexit/__ext4_iget")
-int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino, int flags,
-	     const char *function, unsigned int line, struct inode *ret)
+int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino)
 {
-	if (wanted())
+	__u64 ret;
+
+	if (wanted() && !bpf_get_func_ret(ctx, &ret))
 		iget_done(ino, BPF_CORE_READ(sb, s_dev), ret);
 	return 0;
 }
@@ -607,7 +614,7 @@ int BPF_KRETPROBE(iget_return, struct inode *ret)
 	if (!args)
 		return 0;
 	if (wanted())
-		iget_done(args->ino, args->dev, ret);
+		iget_done(args->ino, args->dev, (__u64)ret);
 	bpf_map_delete_elem(&iget_calls, &tid);
 	return 0;
 }
