@@ -26,6 +26,9 @@ sys.path.insert(0, str(REPO / "guest"))
 import loaderbuild  # noqa: E402
 import stockkernel  # noqa: E402
 
+sys.path.insert(0, str(REPO / "analysis"))
+import chkwinlog  # noqa: E402
+
 DURATION = "45"
 FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
                   "verify_meta": "absent",
@@ -194,6 +197,25 @@ def test_report_renders_with_unknown_window_figures(stock_run, tmp_path):
     assert s["window_known"] is False and s["failures"] == 0
     assert s["failures_attributed"] is None and s["window_hit_calls"] is None
     assert s["classes"]["irq"]["window"] is None
+
+
+@pytest.mark.parametrize("series", [None, "6.12"], ids=["6.1", "6.12"])
+def test_flight_recorder_loads_on_stock_kernels(tmp_path, series):
+    """-R failures on the stock plans (kprobes on 6.1; fexit and the kprobe
+    by address on 6.12): the programs load and count, and with nothing
+    failing no snapshot is sent, so the log holds no record."""
+    which = ["--stock-package", series] if series else []
+    run = boot(tmp_path, "stock", "record", *which, "--duration", "20", "--append",
+               "chkwin.workload=rk-loop chkwin.loader=-R,failures")
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    log = chkwinlog.read(tmp_path / "log.bin")
+    assert log.status == "complete" and log.header["record"] == "failures"
+    assert log.header["history"] == "256"
+    t = log.trailer
+    assert int(t["count.chksum"]) > 1000 and int(t["count.iget"]) > 100
+    assert t["count.snapshot"] == "0" and len(log) == 0
+    assert {v for k, v in t.items() if k.startswith("lost.")} == {"0"}
 
 
 def test_bad_package_name_is_a_one_line_error():
