@@ -5,9 +5,11 @@ made as many checksum calls) and one recorded gcc49 boot of 60 s with the
 20 kHz sampler.  Untraced gcc49 boots gave 14 to 57 failures in 30 s, and
 the window verdict divides them by the spread between the boots: three
 boots (about 90 failures against none) decide it even at a dispersion of
-14, which 14, 57 and 30 would give; two boots would not.  The recorded boot gives about 1-2 failures a minute under
-the sampler; the test asks that every logged one follows a window
-interrupt, and that the report leads with the decisions.
+14, which 14, 57 and 30 would give; two boots would not.  The recorded
+boot runs the flight recorder, the demo's default (one such 60 s boot
+gave 10 failures, one under `-R all` 3); the test asks that every logged
+one follows a window interrupt, and that the report leads with the
+decisions.
 """
 
 import json

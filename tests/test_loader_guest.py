@@ -4,7 +4,7 @@ Each run is guest/run.py with the record scenario: chkwin streams its log
 to the chkwin.log port while the inode workload runs, then gets SIGINT.
 The logs are decoded on the host with the loader's own reader.
 
-Under the loader the inode workload runs about a third as fast; the gcc49
+Under the loader the inode workload runs about half as fast; the gcc49
 runs add the loader's 20 kHz cpu-clock sampler as an interrupt source
 (guest.recorded_gcc49, shared with the analysis tests).  The off runs use
 the default settings, and nothing may be lost there.
