@@ -31,7 +31,8 @@
 const volatile int target_cpu = -1;
 const volatile __u8 record_mode = CHKWIN_RECORD_ALL;
 const volatile bool floor_only;		/* bench: attach, then return at once */
-const volatile __u32 history_len;	/* K, records per history ring */
+const volatile __u32 history_len;	/* slots per history ring: K + SLACK */
+const volatile __u32 history_reach;	/* K: the records a snapshot reaches back */
 const volatile __u32 nr_cpus;		/* history rings: 2 per CPU, then blocks */
 const volatile __u64 wakeup_bytes;	/* 0: the kernel wakes user space per record */
 const volatile __u64 func_start[CHKWIN_FUNCS];
@@ -137,7 +138,7 @@ struct {
 } iget_calls SEC(".maps");
 
 /*
- * The flight recorder's rings, ring after ring, K records each: CPU c's
+ * The flight recorder's rings, ring after ring, history_len slots each: CPU c's
  * calls ring is 2c, its arrivals ring 2c + 1, the shared blocks ring
  * 2 * nr_cpus.  Plain arrays: a snapshot reads the shared ring on any CPU.
  */
@@ -149,7 +150,7 @@ struct {
 } history SEC(".maps");
 
 struct ring_head {
-	__u64 head;		/* records ever pushed; the next goes to head % K */
+	__u64 head;		/* records ever pushed; the next goes to head % slots */
 	__u64 emitted;		/* records before this one were sent or evicted */
 };
 
@@ -262,8 +263,9 @@ static long send_kept(__u32 i, struct drain *d)
 }
 
 /*
- * What a ring holds that no snapshot has sent: its range [from, head), the
- * records overwritten unsent (added to *evicted) and its horizon.
+ * What a ring holds that no snapshot has sent, of its last K records: the
+ * range [from, head), the records overwritten unsent (added to *evicted)
+ * and its horizon, the oldest of the K, SLACK slots from the next push.
  */
 static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
 				    __u64 *horizon)
@@ -276,7 +278,7 @@ static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
 	if (!h || !history_len)
 		return 0;
 	head = h->head;
-	oldest = head > history_len ? head - history_len : 0;
+	oldest = head > history_reach ? head - history_reach : 0;
 	from = h->emitted > oldest ? h->emitted : oldest;
 	*evicted += from - h->emitted;
 	h->emitted = head;
@@ -288,6 +290,18 @@ static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
 	d->ring = ring;
 	d->from = from;
 	return head - from;
+}
+
+/* Pushes into a drained ring since it was read, beyond the slack. */
+static __always_inline __u64 overrun(const struct drain *d, __u32 sent)
+{
+	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &d->ring);
+	__u64 pushed;
+
+	if (!h || !sent)
+		return 0;
+	pushed = h->head - (d->from + sent);
+	return pushed > CHKWIN_HISTORY_SLACK ? pushed - CHKWIN_HISTORY_SLACK : 0;
 }
 
 /*
@@ -306,7 +320,7 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	rec_init(&s, CHKWIN_REC_SNAPSHOT);
 	s.h.ts = ts;
 	s.snapshot.trigger = trigger;
-	s.snapshot.history = history_len;
+	s.snapshot.history = history_reach;
 	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS), &calls, &evicted,
 				  &s.snapshot.call_horizon);
 	s.snapshot.arrivals = unsent(ring_of(CHKWIN_RING_ARRIVALS), &arrivals, &evicted,
@@ -318,6 +332,9 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	bpf_loop(s.snapshot.calls, send_kept, &calls, 0);
 	bpf_loop(s.snapshot.arrivals, send_kept, &arrivals, 0);
 	bpf_loop(s.snapshot.blocks, send_kept, &blocks, 0);
+	/* More pushes meanwhile than the slack: some sent records were wrong. */
+	count_n(CHKWIN_CNT_LOST + CHKWIN_PROBE_SNAPSHOT,
+		overrun(&arrivals, s.snapshot.arrivals) + overrun(&blocks, s.snapshot.blocks));
 }
 
 /* Which checksum function (if any) holds pc, and where in it. */

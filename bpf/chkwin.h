@@ -125,6 +125,13 @@ enum chkwin_ring {
 };
 
 #define CHKWIN_HISTORY_MAX	65536
+/*
+ * Slots each ring has beyond K: interrupts that end while a snapshot is
+ * sending push into the arrivals ring it reads, overwriting its oldest
+ * slots first; the snapshot reaches back K records only, so up to this
+ * many such pushes cannot touch what it has still to send.
+ */
+#define CHKWIN_HISTORY_SLACK	32
 
 /* chkwin_rec_head.flags */
 #define CHKWIN_F_IN_CHKSUM	0x01	/* arrival while a checksum ran here */

@@ -141,11 +141,13 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	s->rodata->target_cpu = o->cpu;
 	s->rodata->record_mode = o->record;
 	s->rodata->floor_only = o->floor;
-	s->rodata->history_len = failures ? (__u32)o->history : 0;
+	s->rodata->history_len = failures ? (__u32)o->history + CHKWIN_HISTORY_SLACK : 0;
+	s->rodata->history_reach = failures ? (__u32)o->history : 0;
 	s->rodata->nr_cpus = (__u32)ncpus;
 	s->rodata->wakeup_bytes = (__u64)o->wakeup_kb << 10;
 	bpf_map__set_max_entries(s->maps.history_heads, rings);
-	bpf_map__set_max_entries(s->maps.history, failures ? rings * (__u32)o->history : 1);
+	bpf_map__set_max_entries(s->maps.history, failures ?
+				 rings * ((__u32)o->history + CHKWIN_HISTORY_SLACK) : 1);
 	for (i = 0; i < CHKWIN_FUNCS; i++) {
 		s->rodata->func_start[i] = p->func[i].start;
 		s->rodata->func_end[i] = p->func[i].end;
