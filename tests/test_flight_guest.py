@@ -65,6 +65,10 @@ def test_every_printed_failure_is_attributed_from_snapshots(flight_run):
     assert int(log.trailer["count.snapshot"]) == len(log.rows("snapshot")) \
         == int(log.trailer["count.verify_bad"]) + int(log.trailer["count.iget_badcrc"])
     snaps = log.of("snapshot")
+    # A horizon is the ts of a record already in the ring when the failure
+    # came: interrupts during the snapshot must not have replaced it.
+    assert (snaps["call_horizon"] <= snaps["ts"]).all()
+    assert (snaps["arrival_horizon"] <= snaps["ts"]).all()
     assert len(log) == len(snaps) + int((snaps["calls"] + snaps["arrivals"]
                                          + snaps["blocks"]).sum())
     assert len(log) < int(log.trailer["count.chksum"]) / 20
