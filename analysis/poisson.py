@@ -103,6 +103,11 @@ def poisson_ci(k, conf=0.95):
     return lower, upper
 
 
+def chi2_quantile(q, df):
+    """x with P(chi-square with df degrees of freedom <= x) = q."""
+    return 2 * _invert(lambda x: gammainc(df / 2, x), q, 0.0, df + 10.0)
+
+
 def binom_ci(k, n, conf=0.95):
     """Clopper-Pearson exact interval for a binomial proportion k/n."""
     alpha = 1 - conf

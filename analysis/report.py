@@ -142,14 +142,24 @@ def write_experiment(outdir, doc, runs):
     lines = experiment.decisions(doc, rec, doses)
     seed = doc["seed"]
     s = doc["settings"]
+    if s.get("clock") == "icount":
+        clock = (f"on the icount clock (-icount shift={s['shift']}, "
+                 f"{2 ** s['shift']} ns an instruction, 1 CPU, a phase seed a boot); "
+                 f"{s['boots']} boots a counting condition, the A/A plan "
+                 f"{s['aa_boots']} a flavour ({s['power'] * 100:.0f}% power at a "
+                 f"true ratio of 1)")
+    else:
+        clock = (f"on the host clock, {s['smp']} CPUs; precision target "
+                 f"+-{s['precision'] * 100:.0f}%, at most {s['max_boots']} boots a "
+                 f"condition")
     design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
               f"(recorded: {s['record_seconds']} s, sampler {s['sample_hz']} Hz), "
-              f"{s['workload']}, {s['smp']} CPUs; conditions interleaved in rounds "
-              f"shuffled with seed {seed}; precision target +-{s['precision'] * 100:.0f}%, "
-              f"at most {s['max_boots']} boots a condition, equivalence margin "
-              f"+-{s['margin'] * 100:.0f}%; boot-to-boot dispersion "
-              f"{experiment.dispersion(doc):.2g} (1 is Poisson), which widens "
-              f"every interval.")
+              f"{s['workload']}, {clock}; conditions interleaved in rounds "
+              f"shuffled with seed {seed}; equivalence margin "
+              f"+-{s['margin'] * 100:.0f}%; the verdicts widen every interval by the "
+              f"boot-to-boot dispersion, {max(1.0, experiment.dispersion(doc)):.2g} "
+              f"(at least 1).")
+    mrows = experiment.model_rows(doc)
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)
     btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [
@@ -163,6 +173,13 @@ def write_experiment(outdir, doc, runs):
     md += [f"- {_md(text)}" for _, text in lines]
     md += ["", _md(experiment.LIMITS), "", _md(design), "", "## Conditions", "",
            _md_table(ctable), ""]
+    if mrows:
+        mtable = experiment.model_table(mrows)
+        note = ("Predicted before measured: failures per call = W x lambda x 2^N ns "
+                "(analysis/model.py), lambda from each boot's own interrupt counts.")
+        h += ["<h2>Predicted against measured</h2>", f"<p>{_esc(note)}</p>",
+              _html_table(mtable)]
+        md += ["## Predicted against measured", "", _md(note), "", _md_table(mtable), ""]
     if rec:
         h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
         md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]

@@ -22,9 +22,21 @@ An interval that contains 1 never reads as "no effect" by itself.
 import math
 from dataclasses import dataclass
 
-from poisson import poisson_ci, rate_ratio
+from poisson import chi2_quantile, poisson_ci, rate_ratio
 
 Z95, Z90 = 1.959964, 1.644854
+
+
+def normal_quantile(q):
+    """z with Phi(z) = q, 0 < q < 1 (bisection on erf)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 def pooled(boots):
@@ -49,6 +61,24 @@ def dispersion(*conditions):
         c, d = chi_square(boots)
         chi2, df = chi2 + c, df + d
     return max(1.0, chi2 / df) if df else 1.0
+
+
+def dispersion_ci(*conditions, conf=0.95):
+    """(phi, lo, hi, df): the dispersion pooled over the conditions, not
+    clamped at 1, with its interval from Pearson's chi-square X on df
+    degrees of freedom (X / phi ~ chi-square(df) for quasi-Poisson boots).  An
+    interval covering 1 is what independent Poisson boots look like; phi
+    well below 1 means boots repeat each other (phase-locked), well above
+    means extra spread.  None for phi without two boots in a condition."""
+    chi2 = df = 0
+    for boots in conditions:
+        c, d = chi_square(boots)
+        chi2, df = chi2 + c, df + d
+    if not df:
+        return None, 0.0, math.inf, 0
+    alpha = 1 - conf
+    return (chi2 / df, chi2 / chi2_quantile(1 - alpha / 2, df),
+            chi2 / chi2_quantile(alpha / 2, df), df)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen, perf-arrivals, chkwin.
+"""Build the guest's initramfs: busybox, our init, the scenarios, loadgen, treewalk, perf-arrivals, chkwin.
 
 The cpio is written here rather than by cpio(1) so that the archive depends
 only on file contents, paths and modes: fixed mtimes, owners and inode
@@ -80,7 +80,7 @@ def busybox_binary(scratch):
 
 
 # The guest programs guest/workloads/Makefile builds.
-PROGRAMS = ("loadgen", "perf-arrivals")
+PROGRAMS = ("loadgen", "treewalk", "perf-arrivals")
 
 
 def program_binaries():

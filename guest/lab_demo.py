@@ -3,24 +3,43 @@
 the barrier flavour change their rate?
 
 Conditions are run as many short boots (replicates), interleaved in
-rounds whose order is shuffled with a recorded seed, so that host load
-drifting over the run cannot land on one condition:
+rounds whose order is shuffled with a recorded seed, --jobs at a time.
+
+The clock (--clock): on icount (the default) guest time is instructions,
+-icount shift=N, one vCPU, and each boot gets a phase seed (the n-th boot
+of every condition the same one, so conditions are paired) that makes the
+walker redraw its phase against the timer many times a boot
+(guest/run.py).  Rates per call then follow the failure model
+(analysis/model.py), not the host's load.  On the host clock (--clock
+host) boots run multi-threaded TCG with --smp CPUs, as before.
 
   counting   untraced boots of the workload (inode-load by default); the
              kernel's own console lines count failures of every checksum
-             kind (guest/kmsg.py) and ext4.chksum_calls the calls.  gcc49
-             conditions run until their rate's 95% interval is within
-             --precision (or --max-boots); off conditions until they have
-             made as many checksum calls as the gcc49 condition they pair
-             with.
+             kind (guest/kmsg.py) and ext4.chksum_calls the calls.  The
+             window is the listing's own one-instruction window
+             (gcc49-exact) on icount, the loop of width 1 (gcc49) on the
+             host clock, where TCG can interrupt only block starts.  On
+             icount a fixed --boots each; on the host clock they run until
+             their rate's 95% interval is within --precision (or
+             --max-boots).  off conditions run until they have made as
+             many checksum calls as the window condition they pair with.
+  control    (icount) the positive control of the verdicts: the loop of
+             width 1 (3 fatal boundaries, device interrupts too) against
+             gcc49-exact (1): a difference the model predicts.
+  aa         (icount, two flavours) the flavour comparison at loop width
+             --aa-width, where failures are cheap.  QEMU translates both
+             barriers alike, so it is an A/A test, the negative control;
+             its boots are planned after round 1 for --power at a true
+             ratio of 1 within --margin.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
              interrupt broke which checksum, window arrivals per call and
              failures per window arrival.
-  controls   gcc49-exact, the listing with no inserted branch, recorded:
-             under multi-threaded TCG no window arrival can happen; under
-             -singlestep (one instruction per block, as on hardware) they
-             do, and fail.  The singlestep boot has no sampler: its handler
-             outlasts the 50 us period there, and arrivals pile up at one pc.
+  controls   gcc49-exact, the listing with no inserted branch, recorded on
+             the host clock: under multi-threaded TCG no window arrival can
+             happen; under -singlestep (one instruction per block, as on
+             hardware) they do, and fail.  The singlestep boot has no
+             sampler: its handler outlasts the 50 us period there, and
+             arrivals pile up at one pc.
   dose       with --widths, counting boots of the first flavour at each
              window width (ext4.chksum_window_width).
   rate       with --rates, boots of the first flavour under the loader
@@ -33,7 +52,9 @@ so far) are written as the run goes, so a killed run keeps what it did;
 """
 
 import argparse
+import concurrent.futures
 import json
+import math
 import os
 import pathlib
 import random
@@ -45,6 +66,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "analysis"))
 from cachedir import die  # noqa: E402
 import experiment  # noqa: E402
+import model  # noqa: E402
 import verdict  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -56,38 +78,71 @@ WORKLOADS = ("inode-load", "rk-loop")
 OVERHEAD = 15
 
 
-def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None):
+def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
+              clock="host"):
     """One condition of the experiment; its name is its directory prefix.
-    sample_hz: the sampler rate of a rate-dose condition."""
+    sample_hz: the sampler rate of a rate-dose condition; clock: the host's
+    or icount (conditions of an icount experiment on the host clock are
+    named -host)."""
     name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
         ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "") + \
         (f"-F{sample_hz}" if kind == "rate" else "")
     c = {"name": name, "flavour": flavour, "window": window, "width": width,
-         "singlestep": singlestep, "kind": kind}
+         "singlestep": singlestep, "kind": kind, "clock": clock}
     if kind == "rate":
         c["sample_hz"] = sample_hz
     return c
 
 
+def primary_window(args):
+    """The counting window: the listing's own on icount, where a timer
+    interrupt can land between any two instructions; the loop of width 1
+    on the host clock, where only block starts can be interrupted."""
+    return "gcc49-exact" if args.clock == "icount" else "gcc49"
+
+
 def plan(args):
     """The conditions, in a fixed order (the report's order)."""
     conds = []
+    clock, window = args.clock, primary_window(args)
     for flavour in args.flavours:
-        conds.append(condition(flavour, "gcc49", "counting"))
-        conds.append(condition(flavour, "off", "counting"))
+        conds.append(condition(flavour, window, "counting", clock=clock))
+        conds.append(condition(flavour, "off", "counting", clock=clock))
+    if clock == "icount":
+        first = args.flavours[0]
+        conds.append(condition(first, "gcc49", "control", clock=clock))
+        if len(args.flavours) == 2:
+            for flavour in args.flavours:
+                conds.append(condition(flavour, "gcc49", "aa", width=args.aa_width,
+                                       clock=clock))
     if args.record_seconds:
         for flavour in args.flavours:
-            conds.append(condition(flavour, "gcc49", "recorded"))
+            conds.append(condition(flavour, window, "recorded", clock=clock))
     if args.controls:
         first = args.flavours[0]
-        conds.append(condition(first, "gcc49-exact", "recorded"))
-        conds.append(condition(first, "gcc49-exact", "recorded", singlestep=True))
+        for singlestep in (False, True):
+            c = condition(first, "gcc49-exact", "recorded", singlestep=singlestep)
+            if clock == "icount":
+                c["name"] += "-host"
+            conds.append(c)
     for width in args.widths:
         if width != 1:
-            conds.append(condition(args.flavours[0], "gcc49", "dose", width=width))
+            conds.append(condition(args.flavours[0], "gcc49", "dose", width=width,
+                                   clock=clock))
     for hz in args.rates:
-        conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz))
+        conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz,
+                               clock=clock))
     return conds
+
+
+def aa_boots(per_boot, margin, power, phi=1.0, alpha=0.05):
+    """Boots per flavour for the A/A comparison: enough that, at a true
+    ratio of 1 and dispersion phi, the 90% interval of the ratio lies
+    inside 1/(1+margin)..(1+margin) with probability power (two one-sided
+    tests at alpha).  per_boot: failures a boot makes (from round 1)."""
+    z = verdict.normal_quantile(1 - alpha) + verdict.normal_quantile(1 - (1 - power) / 2)
+    failures = 2 * phi * (z / math.log1p(margin)) ** 2
+    return max(2, math.ceil(failures / max(per_boot, 0.5)))
 
 
 def positive_list(text):
@@ -128,9 +183,27 @@ def parse_args(argv=None):
     ap.add_argument("--singlestep-seconds", type=int, default=20,
                     help="guest seconds of the -singlestep control (default 20; "
                          "it costs about four times that in wall time)")
+    ap.add_argument("--clock", choices=["icount", "host"], default="icount",
+                    help="guest time from instructions (-icount, one vCPU; default) "
+                         "or from the host's clock (multi-threaded TCG)")
+    ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
+                    help="icount: each instruction takes 2^N ns (default 4)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="boots at once (default: one per core; an icount boot "
+                         "uses one host thread)")
+    ap.add_argument("--boots", type=int, default=4,
+                    help="icount: boots of each counting and control condition "
+                         "(default 4)")
+    ap.add_argument("--aa-width", type=int, default=16,
+                    help="icount: loop width of the flavour (A/A) comparison (default 16)")
+    ap.add_argument("--power", type=float, default=0.95,
+                    help="icount: power of the A/A plan at a true ratio of 1 "
+                         "(default 0.95)")
+    ap.add_argument("--max-aa-boots", type=int, default=40,
+                    help="icount: cap on the A/A plan's boots per flavour (default 40)")
     ap.add_argument("--precision", type=float, default=0.30,
-                    help="stop a gcc49 condition when its rate's 95%% interval "
-                         "is within this relative distance (default 0.30)")
+                    help="host clock: stop a gcc49 condition when its rate's 95%% "
+                         "interval is within this relative distance (default 0.30)")
     ap.add_argument("--max-boots", type=int, default=8,
                     help="cap on counting boots per condition (default 8)")
     ap.add_argument("--min-boots", type=int, default=2,
@@ -139,8 +212,8 @@ def parse_args(argv=None):
     ap.add_argument("--budget", type=float, default=14,
                     help="wall minutes: no round starts that would end after "
                          "them (default 14)")
-    ap.add_argument("--margin", type=float, default=0.25,
-                    help="equivalence margin of the flavour verdict (default 0.25)")
+    ap.add_argument("--margin", type=float, default=0.10,
+                    help="equivalence margin of the flavour verdict (default 0.10)")
     ap.add_argument("--seed", type=int,
                     help="seed of the round order (default: drawn and recorded)")
     ap.add_argument("--flavours", type=flavour_list, default=list(FLAVOURS),
@@ -154,10 +227,13 @@ def parse_args(argv=None):
                     help="boots per width or rate of a sweep (default 2)")
     ap.add_argument("--no-controls", dest="controls", action="store_false",
                     help="skip the gcc49-exact controls")
-    ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--smp", type=int,
+                    help="vCPUs on the host clock (default 2); icount needs 1")
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
-    ap.add_argument("--sample-hz", type=int, default=20000,
-                    help="the loader's cpu-clock sampler in recorded boots, 0 = none")
+    ap.add_argument("--sample-hz", type=int,
+                    help="the loader's cpu-clock sampler in recorded boots, 0 = none "
+                         "(default 20000 on the host clock; 0 on icount, where a "
+                         "period is instructions and the handler would fill it)")
     ap.add_argument("--record", choices=["failures", "all"], default="failures",
                     help="what recorded boots keep: the flight recorder's snapshots "
                          "(default: a quarter of the cost, more failures a minute) "
@@ -166,9 +242,19 @@ def parse_args(argv=None):
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
     args = ap.parse_args(argv)
-    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem, args.max_boots, args.min_boots,
-           args.dose_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
-        ap.error("seconds, --smp, --mem and boot counts must be positive")
+    if args.sample_hz is None:
+        args.sample_hz = 0 if args.clock == "icount" else 20000
+    if args.smp is None:
+        args.smp = 1 if args.clock == "icount" else 2
+    elif args.clock == "icount" and args.smp != 1:
+        ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
+                 "a second vCPU)")
+    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem, args.max_boots,
+           args.min_boots, args.dose_boots, args.jobs, args.boots, args.aa_width,
+           args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
+        ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
+    if not 0 < args.power < 1:
+        ap.error("--power must lie in (0, 1)")
     if not 0 < args.precision < 1 or not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--precision and --margin must lie in (0, 1), --budget above 0")
     if args.min_boots > args.max_boots:
@@ -198,12 +284,19 @@ class Experiment:
         self.conds = plan(args)
         self.boots = []
         self.started = time.monotonic()
+        self.aa_boots = None        # planned after round 1
+        self.loop_insns = model.LOOP_INSNS
 
     def doc(self):
         """The experiment record (analysis/experiment.py reads it)."""
         a = self.args
         return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
-               "settings": {"boot_seconds": a.boot_seconds,
+               "settings": {"clock": a.clock, "shift": a.shift if a.clock == "icount" else None,
+                            "window": primary_window(a), "jobs": a.jobs,
+                            "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
+                            "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
+                            "loop_instructions": self.loop_insns,
+                            "boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
                             "record_seconds": a.record_seconds, "record": a.record,
                             "precision": a.precision, "max_boots": a.max_boots,
@@ -224,6 +317,18 @@ class Experiment:
     def counts(self, name):
         return experiment.counts(self.doc(), name)
 
+    def plan_aa(self):
+        """Fix the A/A plan once every A/A condition has a boot: from the
+        failures a boot made, pooled over both flavours (blind to their
+        ratio), at the dispersion of independent boots."""
+        aa = [c for c in self.conds if c["kind"] == "aa"]
+        if self.aa_boots is not None or not aa or not all(self.of(c["name"]) for c in aa):
+            return
+        first = [self.of(c["name"])[0]["failures_total"] for c in aa]
+        self.aa_boots = min(self.args.max_aa_boots,
+                            aa_boots(sum(first) / len(first), self.args.margin,
+                                     self.args.power))
+
     def wants(self, c):
         """Whether condition c needs another boot."""
         done = self.of(c["name"])
@@ -231,10 +336,14 @@ class Experiment:
             return not done
         if c["kind"] in ("dose", "rate"):
             return len(done) < self.args.dose_boots
+        if c["kind"] == "aa":
+            return not done or self.aa_boots is None or len(done) < self.aa_boots
+        if c["clock"] == "icount" and c["window"] != "off":
+            return len(done) < self.args.boots
         if len(done) >= self.args.max_boots:
             return False
         if c["window"] == "off":
-            pair = f"{c['flavour']}-gcc49"
+            pair = f"{c['flavour']}-{primary_window(self.args)}"
             needed = sum(n for _, n in self.counts(pair))
             return not done or sum(n for _, n in self.counts(c["name"])) < needed
         if len(done) < self.args.min_boots:
@@ -260,6 +369,35 @@ class Experiment:
             return done[-1]["wall_seconds"]
         return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
 
+    def run_round(self, due, rnd):
+        """Boots of one round, --jobs at a time, started in the shuffled
+        order; a round's records are saved in that order once it ends."""
+        numbered = [(slot, c, len(self.of(c["name"])) + 1)
+                    for slot, c in enumerate(due, 1)]
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
+            futures = [pool.submit(self.boot, c, n, rnd, slot) for slot, c, n in numbered]
+            done, failed = [], False
+            for f in futures:
+                try:
+                    b = f.result()
+                except SystemExit:      # boot() said why in one line
+                    failed = True
+                    continue
+                done.append(b)
+                print(f"demo: [{rnd}.{b['slot']}] {b['dir']}: {b['failures_total']} "
+                      f"checksum failures in {b['calls']} calls, "
+                      f"{b['wall_seconds']:.0f} s wall", flush=True)
+        self.boots.extend(done)
+        self.plan_aa()
+        self.save()
+        if failed:
+            sys.exit(1)
+
+    def phase_seed(self, n):
+        """The phase seed of the n-th boot of every condition: paired
+        across conditions, drawn from the experiment's seed."""
+        return random.Random(f"{self.args.seed}-phase-{n}").randrange(2 ** 32)
+
     def append(self, c):
         words = [f"ext4.chksum_window={c['window']}"]
         if c["width"] != 1:
@@ -276,17 +414,29 @@ class Experiment:
                 words.append(f"chkwin.loader=-F,{c['sample_hz']}")
         return " ".join(words)
 
-    def boot(self, c, rnd, slot):
-        n = len(self.of(c["name"])) + 1
+    def command(self, c, n):
+        """The run.py command of the n-th boot of c: self-contained (kernel,
+        settings, phase seed), its results in its own directory."""
         out = self.top / f"{c['name']}-{n}"
-        seconds = self.seconds(c)
         scenario = "record" if c["kind"] in ("recorded", "rate") else self.args.workload
+        smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
+                                                 else self.args.smp)
         cmd = [PY, str(REPO / "guest/run.py"), "--flavour", c["flavour"],
-               "--scenario", scenario, "--duration", str(seconds),
-               "--smp", str(self.args.smp), "--mem", str(self.args.mem),
+               "--scenario", scenario, "--duration", str(self.seconds(c)),
+               "--smp", str(smp), "--mem", str(self.args.mem),
                "--append", self.append(c), "--out", str(out)]
         if c["singlestep"]:
             cmd.append("--singlestep")
+        if c["clock"] == "icount":
+            cmd += ["--clock", "icount", "--shift", str(self.args.shift),
+                    "--phase-seed", str(self.phase_seed(n))]
+        return out, cmd
+
+    def boot(self, c, n, rnd, slot):
+        """Run the n-th boot of c; its record (not yet added: boots of a
+        round finish in any order and are added in the round's order)."""
+        out, cmd = self.command(c, n)
+        seconds = self.seconds(c)
         start = time.monotonic()
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
@@ -304,7 +454,9 @@ class Experiment:
              "guest_seconds": seconds, "wall_seconds": round(wall, 1),
              "calls": status["checksum_calls"],
              "failures": status["checksum_failures"],
-             "failures_total": status["checksum_failures_total"]}
+             "failures_total": status["checksum_failures_total"],
+             "clock": status["clock"], "phase_seed": status["phase_seed"],
+             "interrupts": status["interrupts"]}
         if c["kind"] == "rate":
             result = status.get("chkwin")
             if not result:
@@ -314,9 +466,7 @@ class Experiment:
             # per second of recording, all CPUs.
             b["arrivals_per_s"] = (result["irq_arrivals"] + result["sampler_ticks"]) \
                 / result["seconds"]
-        self.boots.append(b)
-        self.save()
-        return self.boots[-1]
+        return b
 
     def elapsed(self):
         return time.monotonic() - self.started
@@ -325,6 +475,16 @@ class Experiment:
 def run(args):
     top = new_top(args.results)
     exp = Experiment(top, args)
+    kernel = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour",
+                             args.flavours[0], "--print-dir"], capture_output=True, text=True)
+    if kernel.returncode != 0:
+        lines = kernel.stderr.strip().splitlines()
+        die(f"guest/kbuild.py failed: {lines[-1] if lines else kernel.returncode}")
+    loop = model.loop_instructions(pathlib.Path(kernel.stdout.split()[-1]) / "System.map")
+    if loop is None:
+        die("the kernel's System.map has no ext4_chksum_gcc49_window labels "
+            "(not a chkwin kernel with the window patch?)")
+    exp.loop_insns = loop
     exp.save()
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
@@ -334,7 +494,7 @@ def run(args):
         due = [c for c in exp.conds if exp.wants(c)]
         if not due:
             break
-        left = sum(exp.estimate(c) for c in due)
+        left = sum(exp.estimate(c) for c in due) / min(args.jobs, len(due))
         # The first round always runs: every condition gets one boot.
         if rnd and exp.elapsed() + left > args.budget * 60:
             print(f"demo: another round would pass the {args.budget:g}-minute "
@@ -343,13 +503,12 @@ def run(args):
             break
         rnd += 1
         rng.shuffle(due)
-        print(f"demo: round {rnd}: {len(due)} boots, about {left / 60:.1f} min; "
+        print(f"demo: round {rnd}: {len(due)} boots, about "
+              f"{left / 60 / min(args.jobs, len(due)):.1f} min; "
               f"{exp.elapsed() / 60:.1f} min so far", flush=True)
-        for slot, c in enumerate(due, 1):
-            b = exp.boot(c, rnd, slot)
-            print(f"demo: [{rnd}.{slot}] {b['dir']}: {b['failures_total']} checksum "
-                  f"failures in {b['calls']} calls, {b['wall_seconds']:.0f} s wall",
-                  flush=True)
+        exp.run_round(due, rnd)
+        if rnd == 1 and exp.aa_boots is not None:
+            print(f"demo: the A/A plan: {exp.aa_boots} boots a flavour", flush=True)
     return top
 
 

@@ -9,6 +9,17 @@ loader streams its event log), qemu.log (QEMU's own messages), cmdline.txt
 and status.json.  A watchdog kills a guest that hangs or panics, keeps the
 console, and says why in one line; otherwise the exit status is the
 scenario's.
+
+--clock icount runs the guest on instruction time: QEMU's -icount
+shift=N,sleep=off makes every instruction take 2^N ns of guest time and
+takes virtual-clock timer interrupts at an exact instruction, so rates
+per checksum call do not follow the host's load.  It needs -smp 1 (QEMU
+7.2 runs every vCPU of an icount guest on one host thread and can starve
+one of them), keeps the RTC on the virtual clock and the device tree free
+of random seeds.  Block-I/O completions still arrive by the host's clock.
+--phase-seed makes the workload redraw its phase against the timer many
+times a boot (guest/workloads/treewalk.c), so boots with different seeds
+are independent draws and the same seed repeats the same calls.
 """
 
 import argparse
@@ -23,6 +34,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from cachedir import die  # noqa: E402
+import interrupts  # noqa: E402
 import kmsg  # noqa: E402
 
 GUEST = pathlib.Path(__file__).resolve().parent
@@ -34,6 +46,8 @@ PANIC_RE = re.compile(r"^.*Kernel panic - not syncing.*$", re.M)
 UPTIME_RE = re.compile(r"^\[\s*(\d+\.\d+)\]", re.M)
 # chkwin's closing record (loader/chkwin.c), as a scenario passes it on.
 RESULT_RE = re.compile(r"^chkwin: result (\{.*\})\s*$", re.M)
+# Entries between two phase spins of the walker: a few dozen checksum calls.
+PHASE_EVERY = 16
 # The scenario goes on the kernel command line as one word.
 SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -59,9 +73,13 @@ def qemu_command(args, kernel, boot, disk, out):
         start = "rdinit=/init"
     append = (f"console=ttyAMA0 panic=-1 {start} "
               f"chkwin.scenario={args.scenario} chkwin.duration={args.duration}")
+    if args.phase_seed is not None:
+        append += (f" chkwin.phase_seed={args.phase_seed} chkwin.phase_every={PHASE_EVERY}"
+                   f" chkwin.phase_spin={phase_spin(kernel, args)}")
     if args.append:
         append += " " + args.append
-    cmd = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72",
+    machine = "virt,dtb-randomness=off" if args.clock == "icount" else "virt"
+    cmd = ["qemu-system-aarch64", "-M", machine, "-cpu", "cortex-a72",
            "-smp", str(args.smp), "-m", str(args.mem), "-nographic",
            "-no-reboot", "-monitor", "none",
            "-kernel", str(kernel), "-append", append,
@@ -91,7 +109,36 @@ def qemu_command(args, kernel, boot, disk, out):
            "-device", "virtserialport,chardev=log,name=chkwin.log"]
     if args.singlestep:
         cmd.append("-singlestep")
+    if args.clock == "icount":
+        cmd += ["-icount", f"shift={args.shift},sleep=off", "-rtc", "clock=vm"]
     return cmd
+
+
+def kernel_hz(kernel):
+    """CONFIG_HZ from the config file beside the kernel's Image, or None."""
+    config = pathlib.Path(kernel).parent / "config"
+    if config.is_file():
+        m = re.search(r"^CONFIG_HZ=(\d+)$", config.read_text(errors="replace"), re.M)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def phase_spin(kernel, args):
+    """Spin iterations (two instructions each) the walker draws from: one
+    whole timer period at the kernel's HZ (100 when unknown, the longest),
+    in instructions of the icount clock; on the host clock, as at shift 4."""
+    period_ns = 1e9 / (kernel_hz(kernel) or 100)
+    shift = args.shift if args.clock == "icount" else 4
+    return max(1, round(period_ns / 2 ** shift / 2))
+
+
+def clock_settings(args):
+    """The clock as status.json records it."""
+    if args.clock == "icount":
+        return {"kind": "icount", "shift": args.shift, "ns_per_insn": 2 ** args.shift,
+                "sleep": False, "rtc": "vm", "dtb_randomness": False}
+    return {"kind": "host"}
 
 
 class Console:
@@ -180,7 +227,8 @@ def parse_args():
     ap.add_argument("--scenario", type=scenario, required=True)
     ap.add_argument("--duration", type=positive, default=10,
                     help="guest seconds the scenario runs")
-    ap.add_argument("--smp", type=positive, default=2)
+    ap.add_argument("--smp", type=positive,
+                    help="vCPUs (default 2; 1 with --clock icount, which needs it)")
     ap.add_argument("--mem", type=positive, default=1024, help="MiB")
     ap.add_argument("--append", default="", help="extra kernel parameters")
     ap.add_argument("--root", choices=["initramfs", "debian"], default="initramfs",
@@ -203,6 +251,13 @@ def parse_args():
                          "(default: 4 x duration + 120, x10 with --singlestep)")
     ap.add_argument("--singlestep", action="store_true",
                     help="one instruction per TCG block (slow, hardware-like)")
+    ap.add_argument("--clock", choices=["host", "icount"], default="host",
+                    help="guest time from the host's clock (multi-threaded TCG), "
+                         "or from instructions executed (-icount; -smp 1)")
+    ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
+                    help="with --clock icount: each instruction takes 2^N ns (default 4)")
+    ap.add_argument("--phase-seed", type=int, metavar="S",
+                    help="seed of the walker's phase spins (a whole number >= 0)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="echo the guest console on stdout")
     ap.add_argument("--out", type=pathlib.Path, required=True)
@@ -216,6 +271,15 @@ def main():
     if args.root == "debian" and args.flavour == "stock":
         die("--root debian needs a lab kernel: the stock kernel's ext4 and "
             "virtio are modules, which only its initramfs loads")
+    if args.clock == "icount":
+        if args.smp not in (None, 1):
+            die("--clock icount needs --smp 1: QEMU 7.2 runs an icount guest's "
+                "vCPUs on one host thread and can starve all but one")
+        args.smp = 1
+    elif args.smp is None:
+        args.smp = 2
+    if args.phase_seed is not None and not 0 <= args.phase_seed < 2 ** 63:
+        die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^63-1")
     if args.stock_package and args.flavour != "stock":
         die("--stock-package goes with --flavour stock")
     if args.flavour == "stock":
@@ -245,9 +309,13 @@ def main():
     console = Console(args.out / "console.log", args.verbose)
     cmd = qemu_command(args, kernel, boot, disk, args.out)
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
-    # TCG is slow, and -singlestep about 17 times slower again (FACTS.md).
-    timeout = args.timeout or (4 * args.duration + 120) * (
-        10 if args.singlestep else 1)
+    # TCG is slow, and -singlestep about 17 times slower again (FACTS.md);
+    # under icount a guest second is 10^9 / 2^N instructions, whose wall
+    # time grows as the shift falls (shift 4: about 0.4 s wall).
+    slower = 10 if args.singlestep else 1
+    if args.clock == "icount":
+        slower *= max(1, 16 // 2 ** args.shift)
+    timeout = args.timeout or (4 * args.duration + 120) * slower
 
     start = time.monotonic()
     # QEMU's messages go to a file: a pipe nobody reads could fill and stall it.
@@ -272,7 +340,8 @@ def main():
     status = {"flavour": args.flavour, "stock_package": args.stock_package,
               "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
-              "singlestep": args.singlestep,
+              "singlestep": args.singlestep, "smp": args.smp,
+              "clock": clock_settings(args), "phase_seed": args.phase_seed,
               "ending": ending, "qemu_exit": proc.returncode,
               "scenario_status": int(statuses[-1]) if statuses else None,
               "wall_seconds": round(time.monotonic() - start, 1),
@@ -281,6 +350,7 @@ def main():
               "checksum_failures": failures,
               "checksum_failures_total": sum(failures.values()),
               "checksum_calls": int(calls[-1]) if calls else None,
+              "interrupts": interrupts.around_scenario(text),
               "chkwin": chkwin_result(text)}
     tmp = args.out / ".status.json.tmp"
     tmp.write_text(json.dumps(status, indent=2) + "\n")

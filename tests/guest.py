@@ -1,6 +1,8 @@
 """Run guest/run.py from tests and read what it left behind."""
 
+import concurrent.futures
 import json
+import os
 import subprocess
 
 from kernels import PY, REPO
@@ -27,6 +29,19 @@ def boot(out, flavour, scenario, *extra):
                            "--scenario", scenario, "--out", str(out), *extra],
                           capture_output=True, text=True)
     return Run(proc, out)
+
+
+def boot_many(specs):
+    """boot(*spec) for every spec, one per core at a time (an icount
+    guest runs on one host thread); the Runs in the specs' order."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda spec: boot(*spec), specs))
+
+
+def icount_args(seed, shift=4, duration=30):
+    """run.py flags of an icount boot with a phase seed."""
+    return ["--clock", "icount", "--shift", str(shift), "--phase-seed", str(seed),
+            "--duration", str(duration)]
 
 
 # One recorded gcc49 boot per flavour for every test that asks for it

@@ -120,7 +120,7 @@ def test_report_leads_with_the_decision_and_escapes(tmp_path):
     assert "verdict: the emulated window and the failures: differs" in proc.stdout
     md = (tmp_path / "report.md").read_text()
     assert md.index("## Decision") < md.index("## Conditions") < md.index("## Boots")
-    assert "cannot show" in md and "TSO" in md
+    assert "cannot show" in md and "A/A test" in md
     # The brackets are escaped, so no link can form.
     assert "<script>" not in md and "[a](javascript" not in md
     assert r"\[a\](javascript" in md

@@ -1,4 +1,4 @@
-"""The guest programs (loadgen, perf-arrivals) build for both
+"""The guest programs (loadgen, treewalk, perf-arrivals) build for both
 architectures and do what they say."""
 
 import pathlib
@@ -75,7 +75,49 @@ def test_bad_flag_is_one_line_and_nonzero(tmp_path):
     assert proc.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("program", ["loadgen", "perf-arrivals"])
+def _tree(root):
+    root.mkdir()
+    for d in range(3):
+        sub = root / f"d{d}"
+        sub.mkdir()
+        for f in range(20):
+            (sub / f"f{f}").write_text("x")
+    return root
+
+
+def test_treewalk_spins_by_its_seed(tmp_path):
+    """Every entry is visited each pass; the same seed draws the same spins,
+    another seed others; no seed, no spin."""
+    walk = make(tmp_path, "CC=gcc", program="treewalk")
+    tree = _tree(tmp_path / "tree")
+
+    def run(*args):
+        proc = subprocess.run([str(walk), "-c", "3", *args, str(tree)],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        out = dict(line.split(": ") for line in proc.stdout.splitlines())
+        assert out["passes"] == "3"
+        assert out["entries"] == str(3 * 64)         # 3 dirs, 60 files, the top
+        return int(out["spun"])
+
+    assert run() == 0
+    a, b, c = (run("-p", seed, "-e", "8", "-n", "1000") for seed in ("5", "5", "6"))
+    assert a == b != c
+    # 24 draws from [0, 1000)
+    assert 0 < a < 24 * 1000 and 0 < c < 24 * 1000
+
+
+def test_treewalk_bad_flags_are_one_line(tmp_path):
+    walk = make(tmp_path, "CC=gcc", program="treewalk")
+    for args in (["-t", "x", "/"], ["-t", "1"], ["/"], ["-t", "1", "-p", "3", "/"],
+                 ["-t", "1", "-q", "/"], ["-t"]):
+        proc = subprocess.run([str(walk), *args], capture_output=True, text=True)
+        assert proc.returncode == 2, args
+        assert proc.stderr.startswith("treewalk: error: "), args
+        assert proc.stderr.count("\n") == 1, args
+
+
+@pytest.mark.parametrize("program", ["loadgen", "treewalk", "perf-arrivals"])
 def test_aarch64_build_is_static(tmp_path, program):
     elf = make(tmp_path, program=program).read_bytes()
     assert elf[:4] == b"\x7fELF"

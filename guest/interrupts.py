@@ -1,0 +1,66 @@
+"""Interrupt counts and CPU time around a scenario, from the console.
+
+guest/init prints /proc/uptime, /proc/interrupts and the cpu line of
+/proc/stat between CHKWIN-PROC-BEGIN and CHKWIN-PROC-END lines, once
+before the scenario and once after.  The difference is what the failure
+model needs: how many interrupts arrived, of which kind, in how many guest
+seconds, and how much of that time the CPUs were idle.
+
+Kinds: "timer" is the arch_timer line, the virtual-clock interrupts
+(periodic tick, hrtimers, the perf sampler); under icount they land at an
+exact instruction.  "ipi" are the IPI lines; "device" is every other
+numbered line (virtio, serial), raised by QEMU's other threads and taken
+where a translation block starts.
+"""
+
+import re
+
+_BLOCK = re.compile(r"^CHKWIN-PROC-BEGIN (\w+)\s*\n(.*?)^CHKWIN-PROC-END \1\s*$",
+                    re.M | re.S)
+USER_HZ = 100       # /proc/stat's unit on arm64
+
+
+def _snapshot(text):
+    """{'uptime': s, 'idle': s, 'timer': n, 'device': n, 'ipi': n} of one block."""
+    lines = text.splitlines()
+    up = lines[0].split()
+    snap = {"uptime": float(up[0]), "timer": 0, "device": 0, "ipi": 0}
+    ncpu = len(lines[1].split())
+    for line in lines[2:]:
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "cpu":
+            # idle and iowait: the CPUs executed nothing in either.
+            snap["idle"] = (int(fields[4]) + int(fields[5])) / USER_HZ
+            continue
+        name = fields[0].rstrip(":")
+        counts = [int(f) for f in fields[1:1 + ncpu] if f.isdigit()]
+        if name.startswith("IPI"):
+            snap["ipi"] += sum(counts)
+        elif name.isdigit():
+            kind = "timer" if fields[-1] == "arch_timer" else "device"
+            snap[kind] += sum(counts)
+    if "idle" not in snap:
+        raise ValueError("no cpu line from /proc/stat")
+    snap["cpus"] = ncpu
+    return snap
+
+
+def around_scenario(console_text):
+    """Counts over the scenario ({'seconds', 'idle_seconds', 'busy_seconds',
+    'timer', 'device', 'ipi', 'cpus'}), or None when the console lacks a
+    whole before and after block (a guest that died, an older init)."""
+    blocks = {m.group(1): m.group(2) for m in _BLOCK.finditer(console_text)}
+    if "before" not in blocks or "after" not in blocks:
+        return None
+    try:
+        a, b = _snapshot(blocks["before"]), _snapshot(blocks["after"])
+    except (ValueError, IndexError):
+        return None
+    seconds = b["uptime"] - a["uptime"]
+    idle = b["idle"] - a["idle"]
+    return {"seconds": round(seconds, 2), "idle_seconds": round(idle, 2),
+            "busy_seconds": round(seconds * a["cpus"] - idle, 2),
+            "timer": b["timer"] - a["timer"], "device": b["device"] - a["device"],
+            "ipi": b["ipi"] - a["ipi"], "cpus": a["cpus"]}
