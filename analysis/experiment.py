@@ -175,13 +175,14 @@ def model_rows(doc):
         predicted = sum(b["calls"] * model.per_call(c["window"], c["width"], b["interrupts"],
                                                     shift_c, loop) for b in boots)
         measured = sum(b["failures_total"] for b in boots)
-        seconds = sum(b["interrupts"]["seconds"] * b["interrupts"]["cpus"] for b in boots)
+        task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
+        seconds = sum(t for t, _ in task)
         w_timer, w_dev = model.fatal_boundaries(c["window"], c["width"], loop)
         ratio, ci = model.ratio_to_model(measured, predicted, phi)
         rows.append({"condition": c["name"], "window": c["window"], "width": c["width"],
                      "W": w_timer, "W_device": w_dev, "shift": shift_c,
-                     "timer_per_s": sum(b["interrupts"]["timer"] for b in boots) / seconds,
-                     "device_per_s": sum(b["interrupts"]["device"] for b in boots) / seconds,
+                     "timer_per_s": sum(t * r[0] for t, r in task) / seconds,
+                     "device_per_s": sum(t * r[1] for t, r in task) / seconds,
                      "calls": sum(b["calls"] for b in boots),
                      "predicted": predicted, "measured": measured,
                      "ratio": ratio, "ratio_ci": ci})
@@ -190,7 +191,7 @@ def model_rows(doc):
 
 def model_table(rows):
     out = [["condition", "fatal boundaries W (timer / device)", "shift (ns a insn)",
-            "timer / device irqs per guest s", "checksum calls",
+            "lambda: timer / device irqs per task s", "checksum calls",
             "predicted failures", "measured", "measured / predicted (95% CI)"]]
     for r in rows:
         ratio = "-" if r["window"] == "off" else \
@@ -199,6 +200,19 @@ def model_table(rows):
                     f"{r['shift']} ({2 ** r['shift']})",
                     f"{r['timer_per_s']:.0f} / {r['device_per_s']:.0f}", f"{r['calls']:,}",
                     f"{r['predicted']:.1f}", str(r["measured"]), ratio])
+    return out
+
+
+def hardware_table(doc):
+    """The model extrapolated to a Cortex-A72 (model.HARDWARE), with the
+    failures a flavour that this experiment's A/A plan would need."""
+    s = doc["settings"]
+    need = verdict.aa_failures(s.get("margin", 0.10), s.get("power", 0.95))
+    out = [["load (assumed checksum calls/s)", "interrupts/s", "mean time between failures",
+            f"time to {need:,} failures (+-{s.get('margin', 0.10) * 100:.0f}% at "
+            f"{s.get('power', 0.95) * 100:.0f}% power)"]]
+    for what, lam, mtbf, decide in model.hardware_rows(need):
+        out.append([what, str(lam), model.duration(mtbf), model.duration(decide)])
     return out
 
 

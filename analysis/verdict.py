@@ -39,6 +39,15 @@ def normal_quantile(q):
     return (lo + hi) / 2
 
 
+def aa_failures(margin, power, phi=1.0, alpha=0.05):
+    """Failures a condition needs so that, at a true ratio of 1 and
+    dispersion phi, the 90% interval of the ratio of two such conditions
+    lies inside 1/(1+margin)..(1+margin) with probability power (two
+    one-sided tests at alpha; the log ratio's variance is phi (1/k + 1/k))."""
+    z = normal_quantile(1 - alpha) + normal_quantile(1 - (1 - power) / 2)
+    return math.ceil(2 * phi * (z / math.log1p(margin)) ** 2)
+
+
 def pooled(boots):
     """(failures, exposure) summed over the boots."""
     return sum(k for k, _ in boots), sum(n for _, n in boots)

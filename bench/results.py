@@ -35,6 +35,7 @@ BENCHES = {
     "stackscan": ["bench/stackscan_bench.py"],
     "peers": ["bench/peers.py"],
     "dose": ["bench/dose_bench.py"],
+    "clock": ["bench/clock_bench.py"],
 }
 
 

@@ -1,15 +1,17 @@
-"""make demo, short: guest/lab_demo.py end to end on one flavour.
+"""make demo, short: guest/lab_demo.py end to end on one flavour, on the
+icount clock (its default).
 
-Counting boots of 30 s (unpatched gcc49 three times, off until it has
-made as many checksum calls) and one recorded gcc49 boot of 60 s with the
-20 kHz sampler.  Untraced gcc49 boots gave 14 to 57 failures in 30 s, and
-the window verdict divides them by the spread between the boots: three
-boots (about 90 failures against none) decide it even at a dispersion of
-14, which 14, 57 and 30 would give; two boots would not.  The recorded
-boot runs the flight recorder, the demo's default (one such 60 s boot
-gave 10 failures, one under `-R all` 3); the test asks that every logged
-one follows a window interrupt, and that the report leads with the
-decisions.
+Counting boots of 30 s (unpatched gcc49-exact three times, the positive
+control (the loop of width 1) three times, off until it has made as many
+checksum calls) and one recorded gcc49-exact boot of 60 s under the flight
+recorder, two boots at a time.  A 30 s gcc49-exact boot fails about 6
+times (tests/test_icount.py), so three boots (about 18 failures against
+none) decide the window; the control's W = 3 against 1 makes its three
+boots fail about three times as often, which the verdict must call a
+difference.  The recorded boot made 7 failures in 30 s when this was
+written (about 10 expected in 60 s, none is p < 1e-4); every logged one
+must follow a window interrupt, and the report must lead with the
+decisions and show predicted against measured.
 """
 
 import json
@@ -24,8 +26,8 @@ from kernels import PY, REPO
 sys.path.insert(0, str(REPO / "guest"))
 import kmsg  # noqa: E402
 
-ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--min-boots", "3",
-        "--max-boots", "3", "--record-seconds", "60", "--no-controls", "--seed", "11"]
+ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--boots", "3",
+        "--record-seconds", "60", "--no-controls", "--seed", "11", "--jobs", "2"]
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +45,27 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert top.parent == results.resolve() and top.is_dir()
     assert (top / "report.html").stat().st_size > 0
     assert doc["seed"] == 11
+    assert doc["settings"]["clock"] == "icount" and doc["settings"]["shift"] == 4
+    assert doc["settings"]["loop_instructions"] == 2
     names = [b["condition"] for b in doc["boots"]]
+    assert names.count("unpatched-gcc49-exact") == 3
     assert names.count("unpatched-gcc49") == 3
-    assert names.count("unpatched-gcc49-recorded") == 1
+    assert names.count("unpatched-gcc49-exact-recorded") == 1
     assert names.count("unpatched-off") >= 1
     for b in doc["boots"]:
         status = json.loads((top / b["dir"] / "status.json").read_text())
         assert status["scenario_status"] == 0
         assert status["checksum_calls"] == b["calls"] > 0
+        assert status["clock"]["kind"] == "icount" and status["smp"] == 1
+        assert b["interrupts"]["timer"] > 0
+    # The n-th boots of every condition share a phase seed (paired), and
+    # the boots of one condition each have their own.
+    seeds = {}
+    for b in doc["boots"]:
+        n = int(b["dir"].rsplit("-", 1)[1])
+        seeds.setdefault(n, set()).add(b["phase_seed"])
+    assert all(len(s) == 1 for s in seeds.values()), seeds
+    assert len({next(iter(s)) for s in seeds.values()}) == len(seeds)
     # Round 1 holds every condition once, in the seeded order.
     first = [b for b in doc["boots"] if b["round"] == 1]
     assert sorted(b["condition"] for b in first) == sorted(
@@ -62,16 +77,25 @@ def test_the_window_verdict_is_decided(demo):
     proc = demo[0]
     line = next(ln for ln in proc.stdout.splitlines()
                 if ln.startswith("verdict: the emulated window"))
-    assert "differs (gcc49/off inf" in line, line
+    assert "differs (gcc49-exact/off inf" in line, line
+
+
+def test_the_positive_control_differs_as_predicted(demo):
+    proc = demo[0]
+    line = next(ln for ln in proc.stdout.splitlines()
+                if ln.startswith("verdict: positive control"))
+    assert ": differs (width 1/gcc49-exact" in line, line
+    assert "inside the 95% interval" in line, line
 
 
 def test_recorded_failures_follow_a_window_interrupt(demo):
     proc, _, top, doc = demo
     line = next(ln for ln in proc.stdout.splitlines()
-                if "in the recorded gcc49 boots follow" in ln)
+                if "in the recorded gcc49-exact boots follow" in ln)
     att, logged = map(int, re.search(r"verdict: (\d+) of (\d+) checksum failures", line).groups())
     assert att == logged, line
-    rec = next(b for b in doc["boots"] if b["condition"] == "unpatched-gcc49-recorded")
+    assert logged > 0, line
+    rec = next(b for b in doc["boots"] if b["condition"] == "unpatched-gcc49-exact-recorded")
     console = (top / rec["dir"] / "console.log").read_text(errors="replace")
     # Every kind the console reports is in the log, and only those.
     assert sum(kmsg.failures(console).values()) == logged
@@ -80,8 +104,9 @@ def test_recorded_failures_follow_a_window_interrupt(demo):
 def test_report_leads_with_the_decision(demo):
     top = demo[2]
     md = (top / "report.md").read_text()
-    assert md.index("## Decision") < md.index("## Conditions") < md.index("## Log 1")
-    assert "TSO" in md
+    assert md.index("## Decision") < md.index("## Conditions") \
+        < md.index("## Predicted against measured") < md.index("## Log 1")
+    assert "A/A test" in md and "dispersion" in md
     assert str(top) not in md
 
 
@@ -96,7 +121,9 @@ def test_report_rebuilds_offline(demo, tmp_path):
 
 
 def test_bad_flags_are_one_line_errors(tmp_path):
-    for bad in (["--flavours", "nosuch"], ["--precision", "2"], ["--widths", "0"]):
+    for bad in (["--flavours", "nosuch"], ["--precision", "2"], ["--widths", "0"],
+                ["--smp", "2"], ["--clock", "wall"], ["--shift", "11"], ["--jobs", "0"],
+                ["--power", "1"]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,
                                "--results", str(tmp_path)], capture_output=True, text=True)
         assert proc.returncode == 2, bad

@@ -39,12 +39,17 @@ def test_fatal_boundaries():
 
 
 def test_per_call_is_w_lambda_tau():
-    irqs = {"seconds": 30.0, "cpus": 1, "timer": 30_000, "device": 3_000}
+    irqs = {"seconds": 30.0, "idle_seconds": 0.0, "task_seconds": 30.0, "cpus": 1,
+            "timer": 30_000, "device": 3_000}
     # 1,000 timer interrupts a second, 16 ns an instruction.
     assert model.per_call("gcc49-exact", 1, irqs, 4) == pytest.approx(1.6e-5)
     assert model.per_call("gcc49", 1, irqs, 4) == pytest.approx(3 * 1100 * 16e-9)
     assert model.per_call("gcc49-exact", 1, irqs, 6) == pytest.approx(6.4e-5)
     assert model.per_call("off", 1, irqs, 4) == 0
+    # A tenth of the time idle (its ticks land on no task code), a tenth in
+    # handlers: 27,000 ticks on 24 s of task code.
+    irqs.update(idle_seconds=3.0, task_seconds=24.0)
+    assert model.per_call("gcc49-exact", 1, irqs, 4) == pytest.approx(27_000 / 24 * 16e-9)
 
 
 def test_ratio_to_model_interval():
@@ -123,7 +128,8 @@ CHKWIN-PROC-END after
 
 def test_interrupt_counts_around_the_scenario():
     got = interrupts.around_scenario(CONSOLE)
-    assert got == {"seconds": 30.0, "idle_seconds": 2.0, "busy_seconds": 28.0,
+    assert got == {"seconds": 30.0, "idle_seconds": 2.0, "irq_seconds": 0.49,
+                   "task_seconds": 27.51,
                    "timer": 30_020, "device": 3_002, "ipi": 4, "cpus": 1}
 
 
@@ -131,3 +137,14 @@ def test_interrupt_counts_around_the_scenario():
                                  "cpu  900"])
 def test_interrupt_counts_of_a_cut_console_are_none(cut):
     assert interrupts.around_scenario(CONSOLE[:CONSOLE.index(cut)]) is None
+
+
+def test_the_hardware_extrapolation():
+    """MTBF = 1 / (calls/s x lambda x instruction time) at W = 1; the time
+    to decide is the A/A plan's failures at that rate."""
+    rows = model.hardware_rows(2862)
+    what, lam, mtbf, decide = rows[0]
+    assert lam == 250 and mtbf == pytest.approx(1 / (50 * 250 * 0.5e-9))
+    assert decide == pytest.approx(2862 * mtbf)
+    assert model.duration(mtbf) == "1.85 days" and model.duration(30) == "30 s"
+    assert verdict.aa_failures(0.10, 0.95) == lab_demo.aa_boots(1.0, 0.10, 0.95)

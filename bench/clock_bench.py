@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""The two clocks side by side: rates per checksum call and their spread on
+the host clock and on icount, alone and beside a CPU-bound load on every
+core; the A/A flavour comparison on icount at shifts 4, 5 and 6; failures
+per wall minute.
+
+Every boot is an untraced inode-load boot of the unpatched or patched lab
+kernel run by guest/run.py.  The clock comparison uses the loop of width 1
+(gcc49), the one window both clocks can fail in; icount boots get phase
+seeds 1, 2, ...  "Beside a load" means one busy process per core at the
+boots' own priority for the whole series.  The A/A comparison runs the
+two flavours at loop width --aa-width with paired seeds, interleaved, its
+boots planned from a pilot pair for 95% power at margin +-10%
+(guest/lab_demo.py's plan).
+"""
+
+import argparse
+import concurrent.futures
+import contextlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from section import print_section
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+sys.path.insert(0, str(REPO / "analysis"))
+sys.path.insert(0, str(REPO / "guest"))
+import lab_demo  # noqa: E402
+import model  # noqa: E402
+import verdict  # noqa: E402
+
+
+def boot(out, flavour, window, width, clock, shift=4, seed=None, seconds=30):
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", flavour, "--scenario", "inode-load",
+           "--duration", str(seconds), "--out", str(out), "--append",
+           f"ext4.chksum_window={window} ext4.chksum_window_width={width}"]
+    if clock == "icount":
+        cmd += ["--clock", "icount", "--shift", str(shift), "--phase-seed", str(seed)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"clock_bench: error: boot {out.name} failed: {last}")
+    return json.loads((out / "status.json").read_text())
+
+
+def series(tmp, name, specs, jobs):
+    """Boots of specs [(flavour, window, width, clock, shift, seed)], jobs at
+    once; their status.json dicts in order."""
+    def one(i_spec):
+        i, spec = i_spec
+        return boot(tmp / f"{name}-{i}", *spec)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(one, enumerate(specs)))
+
+
+@contextlib.contextmanager
+def cpu_load(on):
+    """One busy process per core while the block runs."""
+    procs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in
+             range(os.cpu_count() or 1)] if on else []
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def counts(statuses):
+    return [(s["checksum_failures_total"], s["checksum_calls"]) for s in statuses]
+
+
+def describe(statuses):
+    r = verdict.rate(counts(statuses), phi=1.0)
+    phi, lo, hi, _ = verdict.dispersion_ci(counts(statuses))
+    per = " ".join(str(s["checksum_failures_total"]) for s in statuses)
+    wall = sum(s["wall_seconds"] for s in statuses) / len(statuses)
+    return (f"{r.rate * 1e6:.3g} per 1M calls (Poisson 95% CI {r.lo * 1e6:.3g}-"
+            f"{r.hi * 1e6:.3g}); dispersion {phi:.2f} ({lo:.2f}-{hi:.2f}); "
+            f"failures {per}; {wall:.0f} s wall a boot")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boots", type=int, default=6, help="boots per clock and load")
+    ap.add_argument("--aa-width", type=int, default=16)
+    ap.add_argument("--shifts", default="4,5,6", help="shifts of the A/A comparison")
+    ap.add_argument("--max-aa-boots", type=int, default=30)
+    args = ap.parse_args()
+    jobs = os.cpu_count() or 1
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        seen = {}
+        for clock in ("host", "icount"):
+            for loaded in (False, True):
+                name = f"{clock}-{'loaded' if loaded else 'alone'}"
+                specs = [("unpatched", "gcc49", 1, clock, 4, i + 1)
+                         for i in range(args.boots)]
+                with cpu_load(loaded):
+                    start = time.monotonic()
+                    # Host-clock guests run two vCPU threads: one at a time.
+                    got = series(tmp, name, specs, 1 if clock == "host" else jobs)
+                    wall = time.monotonic() - start
+                seen[name] = got
+                rows.append((f"{clock} clock, {'beside a load on every core' if loaded else 'alone'}: "
+                             "rate per call; dispersion (95% CI); failures a boot",
+                             describe(got)))
+                fails = sum(s["checksum_failures_total"] for s in got)
+                rows.append((f"{clock} clock, {'loaded' if loaded else 'alone'}: failures per "
+                             "wall minute (the series)", f"{fails / wall * 60:.1f}"))
+            v = verdict.compare(counts(seen[f"{clock}-loaded"]), counts(seen[f"{clock}-alone"]),
+                                margin=0.25, names=("loaded", "alone"))
+            rows.append((f"{clock} clock: loaded / alone, rate per call", v.text))
+        icount = seen["icount-alone"]
+        pred = sum(s["checksum_calls"] * model.per_call("gcc49", 1, s["interrupts"], 4)
+                   for s in icount)
+        meas = sum(s["checksum_failures_total"] for s in icount)
+        ratio, (lo, hi) = model.ratio_to_model(meas, pred)
+        rows.append(("icount alone: measured / predicted (W = 3, lambda per task second)",
+                     f"{meas} / {pred:.1f} = {ratio:.2f} ({lo:.2f}-{hi:.2f})"))
+        for shift in (int(s) for s in args.shifts.split(",") if s):
+            pilot = series(tmp, f"aa{shift}-pilot",
+                           [(f, "gcc49", args.aa_width, "icount", shift, 1)
+                            for f in ("unpatched", "patched")], jobs)
+            per_boot = sum(s["checksum_failures_total"] for s in pilot) / 2
+            n = min(args.max_aa_boots, lab_demo.aa_boots(per_boot, 0.10, 0.95))
+            specs = [(f, "gcc49", args.aa_width, "icount", shift, seed)
+                     for seed in range(2, n + 1) for f in ("unpatched", "patched")]
+            start = time.monotonic()
+            got = pilot + series(tmp, f"aa{shift}", specs, jobs)
+            wall = time.monotonic() - start
+            u = [s for s in got if s["flavour"] == "unpatched"]
+            p = [s for s in got if s["flavour"] == "patched"]
+            v = verdict.compare(counts(p), counts(u), margin=0.10,
+                                names=("patched", "unpatched"))
+            phi = verdict.dispersion_ci(counts(u), counts(p))
+            rows.append((f"A/A at shift {shift}, width {args.aa_width}: {n} boots a flavour, "
+                         f"paired seeds", f"{v.text}; unclamped dispersion {phi[0]:.2f} "
+                         f"({phi[1]:.2f}-{phi[2]:.2f}); {wall / 60:.1f} min wall"))
+    print_section("The clocks: host against icount, alone and loaded; the A/A test",
+                  __doc__.split("\n\n", 1)[1].strip().replace("\n", " "), rows)
+
+
+if __name__ == "__main__":
+    main()
