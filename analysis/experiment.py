@@ -177,10 +177,10 @@ def model_rows(doc):
         measured = sum(b["failures_total"] for b in boots)
         task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
         seconds = sum(t for t, _ in task)
-        w_timer, w_dev = model.fatal_boundaries(c["window"], c["width"], loop)
         ratio, ci = model.ratio_to_model(measured, predicted, phi)
         rows.append({"condition": c["name"], "window": c["window"], "width": c["width"],
-                     "W": w_timer, "W_device": w_dev, "shift": shift_c,
+                     "W": model.fatal_boundaries(c["window"], c["width"], loop),
+                     "shift": shift_c,
                      "timer_per_s": sum(t * r[0] for t, r in task) / seconds,
                      "device_per_s": sum(t * r[1] for t, r in task) / seconds,
                      "calls": sum(b["calls"] for b in boots),
@@ -190,13 +190,13 @@ def model_rows(doc):
 
 
 def model_table(rows):
-    out = [["condition", "fatal boundaries W (timer / device)", "shift (ns a insn)",
+    out = [["condition", "fatal boundaries W", "shift (ns a insn)",
             "lambda: timer / device irqs per task s", "checksum calls",
             "predicted failures", "measured", "measured / predicted (95% CI)"]]
     for r in rows:
         ratio = "-" if r["window"] == "off" else \
             f"{r['ratio']:.2f} ({_ci(*r['ratio_ci'])})"
-        out.append([r["condition"], f"{r['W']} / {r['W_device']}",
+        out.append([r["condition"], str(r["W"]),
                     f"{r['shift']} ({2 ** r['shift']})",
                     f"{r['timer_per_s']:.0f} / {r['device_per_s']:.0f}", f"{r['calls']:,}",
                     f"{r['predicted']:.1f}", str(r["measured"]), ratio])
