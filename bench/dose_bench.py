@@ -25,7 +25,7 @@ import experiment  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", default="1,2,4,8,16")
-    ap.add_argument("--rates", default="0,5000,10000,20000,40000",
+    ap.add_argument("--rates", default="0,1000,2000,4000",
                     help="sampler rates (Hz) of the interrupt-rate sweep; empty for none")
     ap.add_argument("--boots", type=int, default=2, help="boots per width")
     ap.add_argument("--boot-seconds", type=int, default=30)
@@ -36,7 +36,8 @@ def main():
         cmd = [PY, str(REPO / "guest/lab_demo.py"), "--flavours", "unpatched",
                "--widths", args.widths, "--rates", args.rates,
                "--budget", "60", "--dose-boots", str(args.boots),
-               "--min-boots", str(args.boots), "--max-boots", str(args.boots),
+               "--boots", str(args.boots), "--min-boots", str(args.boots),
+               "--max-boots", str(args.boots),
                "--boot-seconds", str(args.boot_seconds), "--record-seconds", "0",
                "--no-controls", "--seed", str(args.seed), "--results", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)

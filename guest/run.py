@@ -19,7 +19,10 @@ one of them), keeps the RTC on the virtual clock and the device tree free
 of random seeds.  Block-I/O completions still arrive by the host's clock.
 --phase-seed makes the workload redraw its phase against the timer many
 times a boot (guest/workloads/treewalk.c), so boots with different seeds
-are independent draws and the same seed repeats the same calls.
+are independent draws.  Block-I/O completions arrive by the host's clock,
+and the idle time spent waiting for them is guest time, so a boot bounded
+by --duration can end a pass early or late; with --passes the same seed
+makes the same calls.
 """
 
 import argparse
@@ -76,6 +79,8 @@ def qemu_command(args, kernel, boot, disk, out):
     if args.phase_seed is not None:
         append += (f" chkwin.phase_seed={args.phase_seed} chkwin.phase_every={PHASE_EVERY}"
                    f" chkwin.phase_spin={phase_spin(kernel, args)}")
+    if args.passes:
+        append += f" chkwin.passes={args.passes}"
     if args.append:
         append += " " + args.append
     machine = "virt,dtb-randomness=off" if args.clock == "icount" else "virt"
@@ -258,6 +263,10 @@ def parse_args():
                     help="with --clock icount: each instruction takes 2^N ns (default 4)")
     ap.add_argument("--phase-seed", type=int, metavar="S",
                     help="seed of the walker's phase spins (a whole number >= 0)")
+    ap.add_argument("--passes", type=positive, metavar="N",
+                    help="the walker stops after N passes (or --duration, "
+                         "whichever ends first): calls that do not depend on "
+                         "how much guest time block I/O took")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="echo the guest console on stdout")
     ap.add_argument("--out", type=pathlib.Path, required=True)
@@ -278,8 +287,8 @@ def main():
         args.smp = 1
     elif args.smp is None:
         args.smp = 2
-    if args.phase_seed is not None and not 0 <= args.phase_seed < 2 ** 63:
-        die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^63-1")
+    if args.phase_seed is not None and not 0 <= args.phase_seed < 2 ** 32:
+        die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^32-1")
     if args.stock_package and args.flavour != "stock":
         die("--stock-package goes with --flavour stock")
     if args.flavour == "stock":
@@ -342,6 +351,7 @@ def main():
               "duration": args.duration, "append": args.append,
               "singlestep": args.singlestep, "smp": args.smp,
               "clock": clock_settings(args), "phase_seed": args.phase_seed,
+              "passes": args.passes,
               "ending": ending, "qemu_exit": proc.returncode,
               "scenario_status": int(statuses[-1]) if statuses else None,
               "wall_seconds": round(time.monotonic() - start, 1),
