@@ -16,7 +16,6 @@ boots planned from a pilot pair for 95% power at margin +-10%
 
 import argparse
 import concurrent.futures
-import contextlib
 import json
 import os
 import pathlib
@@ -32,6 +31,7 @@ PY = "/usr/bin/python3"
 sys.path.insert(0, str(REPO / "analysis"))
 sys.path.insert(0, str(REPO / "guest"))
 import lab_demo  # noqa: E402
+from hostload import busy_cores  # noqa: E402
 import model  # noqa: E402
 import verdict  # noqa: E402
 
@@ -57,19 +57,6 @@ def series(tmp, name, specs, jobs):
         return boot(tmp / f"{name}-{i}", *spec)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, enumerate(specs)))
-
-
-@contextlib.contextmanager
-def cpu_load(on):
-    """One busy process per core while the block runs."""
-    procs = [subprocess.Popen([PY, "-c", "while True: pass"]) for _ in
-             range(os.cpu_count() or 1)] if on else []
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def counts(statuses):
@@ -103,7 +90,7 @@ def main():
                 name = f"{clock}-{'loaded' if loaded else 'alone'}"
                 specs = [("unpatched", "gcc49", 1, clock, 4, i + 1)
                          for i in range(args.boots)]
-                with cpu_load(loaded):
+                with busy_cores(loaded):
                     start = time.monotonic()
                     # Host-clock guests run two vCPU threads: one at a time.
                     got = series(tmp, name, specs, 1 if clock == "host" else jobs)

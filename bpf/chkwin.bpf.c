@@ -152,6 +152,7 @@ struct {
 struct ring_head {
 	__u64 head;		/* records ever pushed; the next goes to head % slots */
 	__u64 emitted;		/* records before this one were sent or evicted */
+	__u64 frozen;		/* snapshots sending this ring right now */
 };
 
 struct {
@@ -220,7 +221,9 @@ static __always_inline __u32 ring_of(enum chkwin_ring ring)
 
 /*
  * Push into a history ring; the slot is claimed first, so a nested program
- * on this CPU takes the next one.
+ * on this CPU takes the next one.  While a snapshot sends the ring, pushes
+ * are dropped (and counted): they come after the failure, and would
+ * overwrite what the snapshot is sending.
  */
 static __always_inline void keep(const struct chkwin_rec *r, enum chkwin_ring ring)
 {
@@ -231,6 +234,10 @@ static __always_inline void keep(const struct chkwin_rec *r, enum chkwin_ring ri
 
 	if (!h || !history_len)
 		return;
+	if (*(volatile __u64 *)&h->frozen) {
+		count(CHKWIN_CNT_FROZEN);
+		return;
+	}
 	n = __sync_fetch_and_add(&h->head, 1);
 	key = id * history_len + n % history_len;
 	slot = bpf_map_lookup_elem(&history, &key);
@@ -304,9 +311,20 @@ static __always_inline __u64 overrun(const struct drain *d, __u32 sent)
 	return pushed > CHKWIN_HISTORY_SLACK ? pushed - CHKWIN_HISTORY_SLACK : 0;
 }
 
+/* Freeze (delta 1) or thaw (delta -1) a ring for a snapshot. */
+static __always_inline void freeze(__u32 ring, __u64 delta)
+{
+	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &ring);
+
+	if (h)
+		__sync_fetch_and_add(&h->frozen, delta);
+}
+
 /*
  * A failure on this CPU: send what its rings and the blocks ring hold.  The
  * snapshot record has the failing record's ts, so readers can pair them.
+ * The three rings stay frozen while they are sent, so interrupts meanwhile
+ * cannot replace a horizon or a record still to send.
  */
 static __always_inline void snapshot(__u8 trigger, __u64 ts)
 {
@@ -316,6 +334,9 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 
 	if (record_mode != CHKWIN_RECORD_FAILURES)
 		return;
+	freeze(ring_of(CHKWIN_RING_CALLS), 1);
+	freeze(ring_of(CHKWIN_RING_ARRIVALS), 1);
+	freeze(ring_of(CHKWIN_RING_BLOCKS), 1);
 	count(CHKWIN_CNT_SNAPSHOT);
 	rec_init(&s, CHKWIN_REC_SNAPSHOT);
 	s.h.ts = ts;
@@ -332,9 +353,15 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	bpf_loop(s.snapshot.calls, send_kept, &calls, 0);
 	bpf_loop(s.snapshot.arrivals, send_kept, &arrivals, 0);
 	bpf_loop(s.snapshot.blocks, send_kept, &blocks, 0);
-	/* More pushes meanwhile than the slack: some sent records were wrong. */
+	/*
+	 * Pushes that claimed a slot before the freeze and beyond the slack
+	 * (another CPU's, into the blocks ring): some sent records were wrong.
+	 */
 	count_n(CHKWIN_CNT_LOST + CHKWIN_PROBE_SNAPSHOT,
 		overrun(&arrivals, s.snapshot.arrivals) + overrun(&blocks, s.snapshot.blocks));
+	freeze(ring_of(CHKWIN_RING_CALLS), -1);
+	freeze(ring_of(CHKWIN_RING_ARRIVALS), -1);
+	freeze(ring_of(CHKWIN_RING_BLOCKS), -1);
 }
 
 /* Which checksum function (if any) holds pc, and where in it. */

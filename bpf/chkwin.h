@@ -85,6 +85,7 @@ enum chkwin_counter {
 	CHKWIN_CNT_BLOCK,
 	CHKWIN_CNT_SNAPSHOT,		/* history snapshots taken */
 	CHKWIN_CNT_EVICTED,		/* history records a snapshot found overwritten */
+	CHKWIN_CNT_FROZEN,		/* history pushes dropped: a snapshot was sending the ring */
 	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
 	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
 	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,

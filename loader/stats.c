@@ -39,6 +39,7 @@ static const char *const plain_counters[CHKWIN_CNT_IRQ_CLASS] = {
 	[CHKWIN_CNT_BLOCK] = "block",
 	[CHKWIN_CNT_SNAPSHOT] = "snapshot",
 	[CHKWIN_CNT_EVICTED] = "evicted",
+	[CHKWIN_CNT_FROZEN] = "frozen",
 };
 
 const char *chkwin_counter_name(int i, char *buf, unsigned long len)
