@@ -164,7 +164,7 @@ def model_rows(doc):
     boots carry interrupt counts (analysis/model.py)."""
     shift = doc["settings"].get("shift")
     loop = doc["settings"].get("loop_instructions") or model.LOOP_INSNS
-    phi = max(1.0, dispersion(doc))
+    phi = dispersion(doc)
     rows = []
     for c in doc["conditions"]:
         boots = [b for b in boots_of(doc, c["name"])

@@ -157,7 +157,7 @@ def write_experiment(outdir, doc, runs):
               f"{s['workload']}, {clock}; conditions interleaved in rounds "
               f"shuffled with seed {seed}; equivalence margin "
               f"+-{s['margin'] * 100:.0f}%; the verdicts widen every interval by the "
-              f"boot-to-boot dispersion, {max(1.0, experiment.dispersion(doc)):.2g} "
+              f"boot-to-boot dispersion, {experiment.dispersion(doc):.2g} "
               f"(at least 1).")
     mrows = experiment.model_rows(doc)
     ctable = experiment.condition_table(rows)

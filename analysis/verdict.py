@@ -63,12 +63,18 @@ def chi_square(boots):
                if ni > 0), len(boots) - 1
 
 
-def dispersion(*conditions):
-    """phi >= 1 from the spread of boots within each condition, pooled."""
+def _pooled_chi_square(conditions):
+    """(chi-square, degrees of freedom) of each condition's boots, summed."""
     chi2 = df = 0
     for boots in conditions:
         c, d = chi_square(boots)
         chi2, df = chi2 + c, df + d
+    return chi2, df
+
+
+def dispersion(*conditions):
+    """phi >= 1 from the spread of boots within each condition, pooled."""
+    chi2, df = _pooled_chi_square(conditions)
     return max(1.0, chi2 / df) if df else 1.0
 
 
@@ -79,10 +85,7 @@ def dispersion_ci(*conditions, conf=0.95):
     interval covering 1 is what independent Poisson boots look like; phi
     well below 1 means boots repeat each other (phase-locked), well above
     means extra spread.  None for phi without two boots in a condition."""
-    chi2 = df = 0
-    for boots in conditions:
-        c, d = chi_square(boots)
-        chi2, df = chi2 + c, df + d
+    chi2, df = _pooled_chi_square(conditions)
     if not df:
         return None, 0.0, math.inf, 0
     alpha = 1 - conf
