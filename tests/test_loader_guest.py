@@ -4,10 +4,13 @@ Each run is guest/run.py with the record scenario: chkwin streams its log
 to the chkwin.log port while the inode workload runs, then gets SIGINT.
 The logs are decoded on the host with the loader's own reader.
 
-Under the loader the inode workload runs about half as fast; the gcc49
-runs add the loader's 20 kHz cpu-clock sampler as an interrupt source
-(guest.recorded_gcc49, shared with the analysis tests).  The off runs use
-the default settings, and nothing may be lost there.
+The gcc49 runs (guest.recorded_gcc49, shared with the analysis tests)
+and the off and fallback runs boot on instruction time, where the loader's
+reader and the guest's producers share one clock and how fast the host
+runs cannot lose records: nothing may be lost there.  The gcc49 runs add
+the loader's cpu-clock sampler as an interrupt source.  The exact-listing
+run stays on the host clock with two CPUs: it is the multi-threaded TCG
+control and the recorder's multi-CPU smoke test.
 """
 
 import collections
@@ -19,7 +22,7 @@ import sys
 import pytest
 
 from decoded import Decoded, decode, finish
-from guest import boot, recorded_gcc49
+from guest import RECORDED_SAMPLE_HZ, boot, icount_args, recorded_gcc49
 from kernels import REPO
 
 sys.path.insert(0, str(REPO / "guest"))
@@ -68,12 +71,14 @@ def for_failures(r):
             or (r["type"] == "irq" and (r["class"] == "window" or r["pc"] == "0x0")))
 
 
-def record(tmp_path_factory, flavour, window, loader_opts="", duration="60"):
+def record(tmp_path_factory, flavour, window, clock, loader_opts=""):
+    """A recorded boot; clock: run.py's clock flags."""
     out = tmp_path_factory.mktemp(f"{flavour}-{window}")
-    append = f"ext4.chksum_window={window} chkwin.workload=inode-load"
+    workload = "inode-loop" if "icount" in clock else "inode-load"
+    append = f"ext4.chksum_window={window} chkwin.workload={workload}"
     if loader_opts:
         append += f" chkwin.loader={loader_opts}"
-    run = boot(out, flavour, "record", "--duration", duration, "--append", append)
+    run = boot(out, flavour, "record", *clock, "--append", append)
     assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
     assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
     return run
@@ -93,7 +98,7 @@ def test_attaches_in_tracepoint_mode_and_loses_nothing(gcc49_run):
     assert log.header["mode.verify"] == "tp_btf"
     assert log.header["mode.irq"] == "tp_btf+irq_regs"
     assert log.header["chksum_window"] == "gcc49"
-    assert log.header["sample_hz"] == "20000"
+    assert log.header["sample_hz"] == str(RECORDED_SAMPLE_HZ)
     assert log.header["mode.sample"] == "perf_event"
     assert log.trailer["ending"] == "signal"
     lost = {k: v for k, v in log.trailer.items() if k.startswith("lost.")}
@@ -162,7 +167,7 @@ def test_live_summary_lines_are_json(gcc49_run):
 
 @pytest.mark.parametrize("flavour", ["unpatched", "patched"])
 def test_window_off_has_no_window_arrivals(flavour, tmp_path_factory, reader):
-    run = record(tmp_path_factory, flavour, "off")
+    run = record(tmp_path_factory, flavour, "off", icount_args(7))
     log = Log(reader, run.out / "log.bin")
     assert log.status["status"] == "complete"
     assert log.counts["irq"] > 1000
@@ -180,7 +185,8 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     interrupts only at block starts, and none falls between the two, so
     even with the 20 kHz sampler no arrival lands in the window, while
     arrivals elsewhere in the same function do."""
-    run = record(tmp_path_factory, "unpatched", "gcc49-exact", "-F,20000", "45")
+    run = record(tmp_path_factory, "unpatched", "gcc49-exact", ["--duration", "45"],
+                 "-F,20000")
     log = Log(reader, run.out / "log.bin")
     assert log.status["status"] == "complete"
     assert log.header["chksum_window"] == "gcc49-exact"
@@ -194,7 +200,7 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
 
 
 def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
-    run = record(tmp_path_factory, "unpatched", "off", "-m,fallback,-v", "30")
+    run = record(tmp_path_factory, "unpatched", "off", icount_args(8), "-m,fallback,-v")
     log = Log(reader, run.out / "log.bin")
     assert log.status["status"] == "complete"
     assert log.header["mode.chksum"] == "kprobe:chksum_update"
