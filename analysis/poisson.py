@@ -1,120 +1,43 @@
 """Exact intervals for rare counts: Garwood's Poisson interval and the
-conditional (Clopper-Pearson) interval of a ratio of two Poisson rates.
-
-scipy is not available on the lab host, so the regularized incomplete gamma
-and beta functions are computed here (series and continued fractions as in
-Numerical Recipes) and inverted by bisection; both are monotone in x, so
-bisection always converges.
+conditional (Clopper-Pearson) interval of a ratio of two Poisson rates,
+on scipy's quantile functions (Debian's python3-scipy).  Counts may be
+fractional: a count divided by a dispersion is how an overdispersed
+count is given its interval (verdict.py).
 """
 
 import math
 
-_EPS = 1e-15
-_TINY = 1e-300
-
-
-def gammainc(a, x):
-    """Regularized lower incomplete gamma P(a, x), a > 0."""
-    if x <= 0:
-        return 0.0
-    lead = math.exp(-x + a * math.log(x) - math.lgamma(a))
-    if x < a + 1:
-        term = total = 1.0 / a
-        n = a
-        while abs(term) > abs(total) * _EPS:
-            n += 1
-            term *= x / n
-            total += term
-        return total * lead
-    # Continued fraction for Q(a, x) (modified Lentz).
-    b = x + 1 - a
-    c, d = 1 / _TINY, 1 / b
-    h = d
-    for i in range(1, 10000):
-        an = -i * (i - a)
-        b += 2
-        d = an * d + b
-        d = _TINY if abs(d) < _TINY else d
-        c = b + an / c
-        c = _TINY if abs(c) < _TINY else c
-        d = 1 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1) < _EPS:
-            break
-    return 1.0 - lead * h
-
-
-def _betacf(a, b, x):
-    qab, qap, qam = a + b, a + 1, a - 1
-    c, d = 1.0, 1 - qab * x / qap
-    d = 1 / (_TINY if abs(d) < _TINY else d)
-    h = d
-    for m in range(1, 10000):
-        m2 = 2 * m
-        for an in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1 + an * d
-            d = 1 / (_TINY if abs(d) < _TINY else d)
-            c = 1 + an / c
-            c = _TINY if abs(c) < _TINY else c
-            h *= d * c
-        if abs(d * c - 1) < _EPS:
-            break
-    return h
-
-
-def betainc(a, b, x):
-    """Regularized incomplete beta I_x(a, b), a, b > 0."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    lead = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                    + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return lead * _betacf(a, b, x) / a
-    return 1 - lead * _betacf(b, a, 1 - x) / b
-
-
-def _invert(cdf, target, lo, hi):
-    """x with cdf(x) == target for an increasing cdf, lo <= x <= hi."""
-    while cdf(hi) < target:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if cdf(mid) < target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
-            break
-    return (lo + hi) / 2
+from scipy import stats
 
 
 def poisson_ci(k, conf=0.95):
     """Garwood's exact interval for the mean of a Poisson count k:
     chi2(alpha/2, 2k)/2 .. chi2(1-alpha/2, 2k+2)/2, i.e. gamma quantiles."""
     alpha = 1 - conf
-    lower = 0.0 if k == 0 else _invert(lambda m: gammainc(k, m), alpha / 2,
-                                       0.0, k + 10.0)
-    upper = _invert(lambda m: gammainc(k + 1, m), 1 - alpha / 2, 0.0,
-                    2 * k + 10.0)
-    return lower, upper
+    lower = 0.0 if k <= 0 else float(stats.gamma.ppf(alpha / 2, k))
+    return lower, float(stats.gamma.ppf(1 - alpha / 2, k + 1))
 
 
 def chi2_quantile(q, df):
     """x with P(chi-square with df degrees of freedom <= x) = q."""
-    return 2 * _invert(lambda x: gammainc(df / 2, x), q, 0.0, df + 10.0)
+    return float(stats.chi2.ppf(q, df))
+
+
+def t_quantile(q, df):
+    """x with P(Student's t with df degrees of freedom <= x) = q."""
+    return float(stats.t.ppf(q, df))
+
+
+def normal_quantile(q):
+    """z with Phi(z) = q."""
+    return float(stats.norm.ppf(q))
 
 
 def binom_ci(k, n, conf=0.95):
     """Clopper-Pearson exact interval for a binomial proportion k/n."""
     alpha = 1 - conf
-    lower = 0.0 if k == 0 else _invert(lambda p: betainc(k, n - k + 1, p),
-                                       alpha / 2, 0.0, 1.0)
-    upper = 1.0 if k == n else _invert(lambda p: betainc(k + 1, n - k, p),
-                                       1 - alpha / 2, 0.0, 1.0)
+    lower = 0.0 if k <= 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
+    upper = 1.0 if k >= n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lower, upper
 
 

@@ -478,11 +478,11 @@ class Experiment:
         return time.monotonic() - self.started
 
 
-def run(args):
-    top = new_top(args.results)
-    exp = Experiment(top, args)
+def kernel_loop_instructions(flavour):
+    """Instructions of one pass of the window loop of the flavour's lab
+    kernel (built if it is not cached), counted from its System.map."""
     kernel = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour",
-                             args.flavours[0], "--print-dir"], capture_output=True, text=True)
+                             flavour, "--print-dir"], capture_output=True, text=True)
     if kernel.returncode != 0:
         lines = kernel.stderr.strip().splitlines()
         die(f"guest/kbuild.py failed: {lines[-1] if lines else kernel.returncode}")
@@ -490,7 +490,13 @@ def run(args):
     if loop is None:
         die("the kernel's System.map has no ext4_chksum_gcc49_window labels "
             "(not a chkwin kernel with the window patch?)")
-    exp.loop_insns = loop
+    return loop
+
+
+def run(args):
+    top = new_top(args.results)
+    exp = Experiment(top, args)
+    exp.loop_insns = kernel_loop_instructions(args.flavours[0])
     exp.save()
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
