@@ -4,7 +4,7 @@ FLAVOURS  := unpatched patched
 # make demo: guest/lab_demo.py --help says what each setting does and its
 # default; a variable set here (make demo CLOCK=host) passes it on.
 DEMO_SETTINGS := CLOCK SHIFT JOBS BOOTS AA_WIDTH POWER BOOT_SECONDS RECORD_SECONDS \
-	PRECISION MAX_BOOTS BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD
+	BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD
 DEMO_ARGS = $(foreach v,$(DEMO_SETTINGS),$(if $($(v)),--$(subst _,-,$(shell echo $(v) | tr A-Z a-z)) $($(v))))
 WIDTHS         ?= 1,2,4,8,16
 # Sampler rates (Hz) of make dose.  On icount a period is instructions (at
@@ -15,7 +15,7 @@ DOSE_BUDGET    ?= 35
 # Tests that need no kernel: run first, and alone by make test-host.
 HOST_TESTS := tests/test_verdict.py tests/test_experiment.py tests/test_logformat.py \
 	tests/test_analysis.py tests/test_flight.py tests/test_fuzz.py tests/test_testdisk.py \
-	tests/test_loadgen.py tests/test_model.py
+	tests/test_loadgen.py tests/test_model.py tests/test_calibration.py
 
 DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
@@ -74,8 +74,8 @@ demo: deps kernels
 # (untraced) and sampler rates (under the loader).
 dose: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS) --flavours unpatched --widths $(WIDTHS) \
-		--rates $(RATES) --record-seconds 0 --no-controls --boots 2 --min-boots 2 \
-		--max-boots 2 --budget $(DOSE_BUDGET)
+		--rates $(RATES) --record-seconds 0 --no-controls --boots 2 \
+		--budget $(DOSE_BUDGET)
 
 bench: deps kernels
 	$(PY) bench/results.py --out bench/RESULTS.md

@@ -1,15 +1,25 @@
 """Kernels side by side: failures per million checksum calls with exact
 95% Poisson intervals, window-hit rate, the share of failures that follow a
 window interrupt, completion-to-verification latencies, and a verdict that
-is computed from those numbers (verdict.py: each log one boot), never
-written in advance."""
+is computed from those numbers (verdict.py), never written in advance.
+
+Each log is one boot, and a condition given one log shows no spread
+between boots.  What a log can show is its own spread: it is cut into
+SLICES equal spans of time, each with its failures and a share of the
+log's checksum calls in proportion to its time, and the verdict's
+dispersion comes from those slices (with a condition's logs side by side,
+their differences are in it too).  The verdict says so: spread between
+boots that no log shows, such as a whole boot's phase, is not in it.
+"""
 
 import numpy as np
 
+import summary
 import verdict as verdicts
 from poisson import poisson_ci
 
 PER = 1e6
+SLICES = 10
 
 
 def calls_of(log):
@@ -18,6 +28,16 @@ def calls_of(log):
     if log.trailer and log.trailer.get("count.chksum"):
         return int(log.trailer["count.chksum"])
     return len(log.of("chksum"))
+
+
+def slices(log, corr, calls):
+    """[(failures, calls)] of the log's SLICES equal spans of time."""
+    start, seconds = summary.first_ts(log), summary.duration_s(log)
+    if seconds <= 0:
+        return [(len(corr.failures), calls)]
+    at = [min(SLICES - 1, max(0, int((f["ts"] - start) / 1e9 / seconds * SLICES)))
+          for f in corr.failures]
+    return [(at.count(i), calls / SLICES) for i in range(SLICES)]
 
 
 def row(path, log, corr):
@@ -35,7 +55,7 @@ def row(path, log, corr):
         "per_million": k * scale, "ci": (lo * scale, hi * scale),
         "window_hits": None, "window_per_million": None, "window_ci": None,
         "attributed": None,
-        "latency_ms": lat.tolist(),
+        "latency_ms": lat.tolist(), "slices": slices(log, corr, calls),
     }
     if log.window_known():
         w = corr.window_totals()[0]
@@ -47,8 +67,15 @@ def row(path, log, corr):
 
 
 def _boots(rows):
-    """Each log is one boot of its condition."""
-    return [(r["failures"], r["calls"]) for r in rows]
+    """The slices of a condition's logs."""
+    return [sl for r in rows for sl in r["slices"]]
+
+
+def _compare(a, b, margin, names):
+    v = verdicts.compare(_boots(a), _boots(b), margin, names,
+                         unit=f"log slices ({SLICES} a log)")
+    return (f"{v.text}; the spread is within logs: spread between boots that no "
+            "log shows is not in it")
 
 
 def verdict(rows, margin=0.25):
@@ -68,14 +95,12 @@ def verdict(rows, margin=0.25):
     gcc49 = [r for r in rows if r["window"] == "gcc49"]
     flavours = sorted({r["flavour"] for r in gcc49})
     if "patched" in flavours and "unpatched" in flavours:
-        v = verdicts.compare(_boots(r for r in gcc49 if r["flavour"] == "patched"),
-                             _boots(r for r in gcc49 if r["flavour"] == "unpatched"),
-                             margin, names=("patched", "unpatched"))
-        parts.append(f"barrier flavour: {v.text}")
+        parts.append("barrier flavour: " + _compare(
+            [r for r in gcc49 if r["flavour"] == "patched"],
+            [r for r in gcc49 if r["flavour"] == "unpatched"], margin, ("patched", "unpatched")))
     off = [r for r in rows if r["window"] == "off"]
     if off and gcc49:
-        v = verdicts.compare(_boots(gcc49), _boots(off), margin, names=("gcc49", "off"))
-        parts.append(f"window: {v.text}")
+        parts.append("window: " + _compare(gcc49, off, margin, ("gcc49", "off")))
     return "; ".join(parts) + "."
 
 

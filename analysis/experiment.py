@@ -65,20 +65,46 @@ def load(top):
     return doc
 
 
-def pool(docs, names):
+# Settings that may differ between runs pooled as one: how a run was
+# scheduled and sized, not what its boots measured.
+POOL_MAY_DIFFER = ("jobs", "budget_minutes", "boots", "plan", "aa_boots", "max_aa_boots",
+                   "power")
+
+
+def differences(doc, first):
+    """What in doc's settings and kernels differs from first's."""
+    out = [f"{k} {first['settings'].get(k)!r} against {doc['settings'].get(k)!r}"
+           for k in sorted(set(doc["settings"]) | set(first["settings"]))
+           if k not in POOL_MAY_DIFFER and doc["settings"].get(k) != first["settings"].get(k)]
+    kernels = [sorted({b.get("kernel") for b in d["boots"]} - {None}) for d in (first, doc)]
+    if kernels[0] != kernels[1]:
+        out.append(f"kernels {', '.join(kernels[0]) or 'unrecorded'} against "
+                   f"{', '.join(kernels[1]) or 'unrecorded'}")
+    return out
+
+
+def pool(docs, names, allow_different=False):
     """Several runs of one experiment as one record: the same conditions,
     every run's boots (their directories prefixed by the run's), the
-    first run's settings.  Runs with other conditions do not pool."""
+    first run's settings, and under "differences" what the runs'
+    measuring settings and kernels do not share.  Runs with other
+    conditions do not pool; runs with other settings or kernels only with
+    allow_different."""
     first = docs[0]
     runs = [pathlib.Path(n).resolve() for n in names]
     if len(set(runs)) != len(runs):
         raise ExperimentError("a run is named twice")
+    found = []
     for doc, name in zip(docs[1:], names[1:]):
         if doc["conditions"] != first["conditions"]:
             raise ExperimentError(f"{name}: not the conditions of {names[0]}")
+        found += [f"{name}: {d}" for d in differences(doc, first)]
+    if found and not allow_different:
+        raise ExperimentError(f"runs measured differently ({'; '.join(found)}); "
+                              "--allow-different pools them anyway")
     boots = [dict(b, dir=f"{pathlib.Path(name).name}/{b['dir']}")
              for doc, name in zip(docs, names) for b in doc["boots"]]
-    return dict(first, boots=boots, seed=[d["seed"] for d in docs])
+    return dict(first, boots=boots, seed=[d["seed"] for d in docs], differences=found)
 
 
 def boot_rates(doc):
@@ -129,11 +155,11 @@ def _ci(lo, hi):
     return f"{lo:.3g}-{hi:.3g}"
 
 
-def dispersion(doc):
-    """The experiment's boot-to-boot dispersion: the spread of boots within
-    each counting condition, pooled over the conditions (two boots of one
-    condition alone give a very noisy estimate)."""
-    return verdict.dispersion(*_replicated(doc))
+def spread(doc):
+    """The experiment's boot-to-boot dispersion (verdict.Fit): the spread of
+    boots within each replicated condition, pooled over the conditions (two
+    boots of one condition alone give a very noisy estimate)."""
+    return verdict.fit(*_replicated(doc))
 
 
 def _replicated(doc):
@@ -142,8 +168,28 @@ def _replicated(doc):
             if c["kind"] in REPLICATED]
 
 
-# Condition kinds whose boots are replicates: their spread is the dispersion.
+# Condition kinds whose boots are replicates: their spread is the dispersion
+# (the pilot's boots only plan the A/A comparison).
 REPLICATED = ("counting", "dose", "control", "aa")
+
+
+def plan_line(doc):
+    """The plan the run fixed before its first counting boot, and whether
+    every condition got the boots it was planned."""
+    s = doc["settings"]
+    plan = s.get("plan")
+    if not plan:
+        return "no plan recorded (a run from before plans were fixed in advance)"
+    short = [f"{name} {len(boots_of(doc, name))} of {n}" for name, n in plan.items()
+             if n is not None and len(boots_of(doc, name)) < n]
+    aa = [n for c in _cond(doc, kind="aa") if (n := plan.get(c["name"]))]
+    text = (f"the plan, fixed before the first counting boot: {s['boots']} boots a "
+            f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison "
+                                     f"({s['power'] * 100:.0f}% power at a true ratio "
+                                     f"of 1, planned on a pilot pair the verdicts leave "
+                                     f"out)" if aa else ""))
+    return text + ("; the budget cut it short: " + ", ".join(short) if short
+                   else "; every condition got its boots")
 
 
 def dispersion_line(doc):
@@ -164,12 +210,12 @@ def model_rows(doc):
     boots carry interrupt counts (analysis/model.py)."""
     shift = doc["settings"].get("shift")
     loop = doc["settings"].get("loop_instructions") or model.LOOP_INSNS
-    phi = dispersion(doc)
+    fit = spread(doc)
     rows = []
     for c in doc["conditions"]:
         boots = [b for b in boots_of(doc, c["name"])
                  if b.get("interrupts") and (b.get("clock") or {}).get("kind") == "icount"]
-        if not boots or c["kind"] in ("recorded", "rate"):
+        if not boots or c["kind"] in ("recorded", "rate", "pilot"):
             continue
         shift_c = boots[0]["clock"]["shift"] if shift is None else shift
         predicted = sum(b["calls"] * model.per_call(c["window"], c["width"], b["interrupts"],
@@ -177,7 +223,7 @@ def model_rows(doc):
         measured = sum(b["failures_total"] for b in boots)
         task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
         seconds = sum(t for t, _ in task)
-        ratio, ci = model.ratio_to_model(measured, predicted, phi)
+        ratio, ci = model.ratio_to_model(measured, predicted, fit.scale(), fit.level(0.95))
         rows.append({"condition": c["name"], "window": c["window"], "width": c["width"],
                      "W": model.fatal_boundaries(c["window"], c["width"], loop),
                      "shift": shift_c,
@@ -232,10 +278,10 @@ def conditions(doc):
     """One row per condition in the experiment's order; intervals with the
     experiment's dispersion."""
     rows = []
-    phi = dispersion(doc)
+    fit = spread(doc)
     for c in doc["conditions"]:
         boots = boots_of(doc, c["name"])
-        r = verdict.rate(counts(doc, c["name"]), phi=phi)
+        r = verdict.rate(counts(doc, c["name"]), spread=fit)
         kinds = {}
         for b in boots:
             for k, n in b["failures"].items():
@@ -378,7 +424,7 @@ def dose(doc, which="width"):
     "width" the window width of the untraced counting and dose boots,
     "rate" the measured interrupt rate of the rate boots (in thousands per
     second).  None without two points."""
-    phi = dispersion(doc)
+    phi = spread(doc).scale()
     if which == "width":
         sweep = _cond(doc, kind="dose")
         if not sweep:
@@ -449,7 +495,7 @@ def dose_line(d):
 def decisions(doc, rec, doses):
     """The verdict lines, most important first; doses are dose() fits."""
     margin = doc["settings"]["margin"]
-    phi = dispersion(doc)
+    fit = spread(doc)
     out = []
 
     def pooled_over(conds):
@@ -460,7 +506,7 @@ def decisions(doc, rec, doses):
     gcc49 = pooled_over(primary)
     off = pooled_over(_cond(doc, kind="counting", window="off"))
     if gcc49 and off:
-        v = verdict.compare(gcc49, off, margin, names=(window, "off"), phi=phi)
+        v = verdict.compare(gcc49, off, margin, names=(window, "off"), spread=fit)
         out.append(("window", f"the emulated window and the failures: {v.text}"))
     rows = model_rows(doc)
     predicted = {r["condition"]: r for r in rows}
@@ -469,7 +515,7 @@ def decisions(doc, rec, doses):
         a, b = pooled_over([c]), pooled_over([ref]) if ref else []
         if not (a and b):
             continue
-        v = verdict.compare(a, b, margin, names=(f"width {c['width']}", window), phi=phi)
+        v = verdict.compare(a, b, margin, names=(f"width {c['width']}", window), spread=fit)
         pa, pb = predicted.get(c["name"]), predicted.get(ref["name"])
         expect = ""
         if pa and pb and pb["predicted"] > 0:
@@ -488,7 +534,7 @@ def decisions(doc, rec, doses):
         a, b = pooled_over([second]), pooled_over([first])
         if a and b:
             v = verdict.compare(a, b, margin, names=(second["flavour"],
-                                                     first["flavour"]), phi=phi)
+                                                     first["flavour"]), spread=fit)
             where = (f" (A/A here, at loop width {first['width']}: QEMU translates "
                      f"both barriers alike, so \"equivalent\" is the expected "
                      f"answer)" if aa else "")

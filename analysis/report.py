@@ -21,6 +21,15 @@ STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
          "pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>")
 
 
+def _spread_text(fit):
+    if not fit.df:
+        return ("no condition has two boots with failures, so the spread between boots "
+                "cannot be estimated and Poisson is assumed")
+    return (f"every interval is widened by the boot-to-boot dispersion, {fit.phi:.2g} "
+            f"(quasi-Poisson, not clamped), with Student's t on its {fit.df} degrees "
+            f"of freedom")
+
+
 def _esc(value):
     return html.escape(str(value), quote=True)
 
@@ -143,22 +152,17 @@ def write_experiment(outdir, doc, runs):
     seed = doc["seed"]
     s = doc["settings"]
     if s.get("clock") == "icount":
-        plan = (f", the A/A plan {s['aa_boots']} a flavour ({s['power'] * 100:.0f}% "
-                f"power at a true ratio of 1)" if s.get("aa_boots") else "")
         clock = (f"on the icount clock (-icount shift={s['shift']}, "
-                 f"{2 ** s['shift']} ns an instruction, 1 CPU, a phase seed a boot); "
-                 f"{s['boots']} boots a counting condition{plan}")
+                 f"{2 ** s['shift']} ns an instruction, 1 CPU, a phase seed a boot)")
     else:
-        clock = (f"on the host clock, {s['smp']} CPUs; precision target "
-                 f"+-{s['precision'] * 100:.0f}%, at most {s['max_boots']} boots a "
-                 f"condition")
+        clock = f"on the host clock, {s['smp']} CPUs"
+    clock += f"; {experiment.plan_line(doc)}"
     design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
               f"(recorded: {s['record_seconds']} s, sampler {s['sample_hz']} Hz), "
               f"{s['workload']}, {clock}; conditions interleaved in rounds "
               f"shuffled with seed {seed}; equivalence margin "
-              f"+-{s['margin'] * 100:.0f}%; the verdicts widen every interval by the "
-              f"boot-to-boot dispersion, {experiment.dispersion(doc):.2g} "
-              f"(at least 1).")
+              f"+-{s['margin'] * 100:.0f}%; the verdicts treat the boot as the unit: "
+              f"{_spread_text(experiment.spread(doc))}.")
     mrows = experiment.model_rows(doc)
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)

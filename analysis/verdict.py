@@ -1,42 +1,43 @@
 """Rates from replicated boots, and comparisons that end in a decision.
 
-A condition is a list of boots, each (failures, exposure); exposure is
-checksum calls (or guest seconds).  Failure counts vary between boots far
-more than Poisson (25, 8 and 30 on one kernel: host load, where the
-workers' passes fall), so the rate's interval is widened by the dispersion
-phi, Pearson's chi-square of the boots about their pooled rate over its
-degrees of freedom (quasi-Poisson; phi = 1 when the boots agree, or when
-there is only one boot a condition and the spread cannot be seen).
-Counts divided by phi are what the exact Poisson intervals are computed
-on: phi boots' worth of spread costs what phi times fewer failures would.
+The boot is the unit.  A condition is a list of boots, each (failures,
+exposure); exposure is checksum calls (or guest seconds).  The model is a
+quasi-Poisson one with a rate per condition and the exposure as offset:
+each condition's rate is its pooled failures over its pooled exposure, and
+the dispersion phi is Pearson's chi-square of every boot about its
+condition's rate over the residual degrees of freedom (boots less
+conditions; a condition without a failure carries no spread).  phi is not
+clamped at 1: boots that repeat each other (phase-locked) show as phi < 1.
+Its own uncertainty is carried by Student's t on those degrees of freedom:
+an interval is the exact one (Garwood, or the conditional binomial of a
+ratio) on counts divided by phi, at the normal level whose quantile is
+the t quantile, so a handful of boots widens it and many boots converge
+to the plain exact interval.  With no residual degree of freedom (one
+boot a condition) the spread cannot be estimated: Poisson is assumed,
+and the verdict says so.
 
 A comparison of two conditions ends in exactly one of three verdicts:
-  differs      the 95% interval of the rate ratio excludes 1;
+  differs      the 95% interval of the rate ratio excludes 1 (and, when
+               the 90% interval also lies inside the margin, "by less than
+               the margin");
   equivalent   the 90% interval lies inside the margin, 1/(1+M)..(1+M)
                (two one-sided tests at 5%, symmetric for either order);
-  undecided    neither, with how many more failures, at the observed
-               ratio, would decide it.
+  undecided    neither, with how many more boots a condition would give
+               80% power to decide, at the observed rates and ratio.
 An interval that contains 1 never reads as "no effect" by itself.
 """
 
 import math
 from dataclasses import dataclass
 
-from poisson import chi2_quantile, poisson_ci, rate_ratio
+from poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
-Z95, Z90 = 1.959964, 1.644854
-
-
-def normal_quantile(q):
-    """z with Phi(z) = q, 0 < q < 1 (bisection on erf)."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+Z95 = normal_quantile(0.975)
+# Identical boots give chi-square 0; this floor keeps their interval from
+# collapsing to a point (a tenth of Poisson's spread).
+PHI_FLOOR = 0.1
+# The power "undecided" quotes boots for.
+POWER = 0.80
 
 
 def aa_failures(margin, power, phi=1.0, alpha=0.05):
@@ -63,34 +64,61 @@ def chi_square(boots):
                if ni > 0), len(boots) - 1
 
 
-def _pooled_chi_square(conditions):
-    """(chi-square, degrees of freedom) of each condition's boots, summed."""
+@dataclass
+class Fit:
+    """The dispersion of a set of conditions: phi (None when df is 0),
+    Pearson's chi-square and its residual degrees of freedom."""
+    phi: float
+    chi2: float
+    df: int
+
+    def scale(self):
+        """phi as intervals use it: Poisson's 1 when it cannot be estimated."""
+        return 1.0 if self.phi is None else max(self.phi, PHI_FLOOR)
+
+    def level(self, conf):
+        """The normal confidence level whose quantile is t's on df."""
+        if not self.df:
+            return conf
+        z = normal_quantile((1 + conf) / 2)
+        t = t_quantile((1 + conf) / 2, self.df)
+        return conf if t <= z else 2 * _phi_normal(t) - 1
+
+    def quantile(self, conf):
+        """The two-sided quantile of level conf on df (z without one)."""
+        q = (1 + conf) / 2
+        return t_quantile(q, self.df) if self.df else normal_quantile(q)
+
+
+def _phi_normal(x):
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def fit(*conditions):
+    """The pooled quasi-Poisson dispersion of the conditions' boots."""
     chi2 = df = 0
     for boots in conditions:
         c, d = chi_square(boots)
         chi2, df = chi2 + c, df + d
-    return chi2, df
+    return Fit(chi2 / df if df else None, chi2, df)
 
 
-def dispersion(*conditions):
-    """phi >= 1 from the spread of boots within each condition, pooled."""
-    chi2, df = _pooled_chi_square(conditions)
-    return max(1.0, chi2 / df) if df else 1.0
+POISSON = Fit(None, 0.0, 0)
 
 
 def dispersion_ci(*conditions, conf=0.95):
-    """(phi, lo, hi, df): the dispersion pooled over the conditions, not
-    clamped at 1, with its interval from Pearson's chi-square X on df
-    degrees of freedom (X / phi ~ chi-square(df) for quasi-Poisson boots).  An
-    interval covering 1 is what independent Poisson boots look like; phi
-    well below 1 means boots repeat each other (phase-locked), well above
-    means extra spread.  None for phi without two boots in a condition."""
-    chi2, df = _pooled_chi_square(conditions)
-    if not df:
+    """(phi, lo, hi, df): the dispersion pooled over the conditions, with
+    its interval from Pearson's chi-square X on df degrees of freedom
+    (X / phi ~ chi-square(df) for quasi-Poisson boots).  An interval
+    covering 1 is what independent Poisson boots look like; phi well below
+    1 means boots repeat each other (phase-locked), well above means extra
+    spread.  None for phi without two boots in a condition."""
+    f = fit(*conditions)
+    if not f.df:
         return None, 0.0, math.inf, 0
     alpha = 1 - conf
-    return (chi2 / df, chi2 / chi2_quantile(1 - alpha / 2, df),
-            chi2 / chi2_quantile(alpha / 2, df), df)
+    return (f.phi, f.chi2 / chi2_quantile(1 - alpha / 2, f.df),
+            f.chi2 / chi2_quantile(alpha / 2, f.df), f.df)
 
 
 @dataclass
@@ -110,13 +138,15 @@ class Rate:
         return max(1 - self.lo / self.rate, self.hi / self.rate - 1)
 
 
-def rate(boots, conf=0.95, phi=None):
-    """The pooled rate of a condition with its overdispersed interval."""
+def rate(boots, conf=0.95, spread=None):
+    """The pooled rate of a condition with its interval; spread: the Fit
+    to use (by default the condition's own)."""
     k, n = pooled(boots)
-    phi = dispersion(boots) if phi is None else phi
+    spread = fit(boots) if spread is None else spread
+    phi = spread.scale()
     if n <= 0:
         return Rate(k, n, len(boots), phi, math.nan, 0.0, math.inf)
-    lo, hi = poisson_ci(k / phi, conf)
+    lo, hi = poisson_ci(k / phi, spread.level(conf))
     return Rate(k, n, len(boots), phi, k / n, lo * phi / n, hi * phi / n)
 
 
@@ -126,9 +156,11 @@ class Verdict:
     ratio: float        # rate a / rate b (inf: b has none; None: neither has any)
     ci95: tuple
     ci90: tuple
-    phi: float
+    phi: float          # the dispersion used (1 when it could not be estimated)
+    df: int             # its degrees of freedom (0: Poisson assumed)
     margin: float
-    more: int           # undecided: about this many more failures would decide
+    within_margin: bool  # the 90% interval lies inside the margin
+    more: int           # undecided: more boots a condition for POWER (None: none will)
     text: str
 
 
@@ -136,48 +168,79 @@ def _fmt(x):
     return "inf" if x == math.inf else f"{x:.3g}"
 
 
-def _more_failures(k1, n1, k2, n2, phi, margin):
-    """Failures still needed, at the observed rates and split, before the
-    interval is narrow enough for one of the two decisions.  Exposure
-    scaled by s divides the variance of the log ratio by s."""
-    a, b = max(k1, 0.5), max(k2, 0.5)
-    var = phi * (1 / a + 1 / b)
-    dist = abs(math.log((a / n1) / (b / n2)))
-    room = math.log1p(margin) - dist
-    scales = []
-    if dist > 0:
-        scales.append(var * Z95 ** 2 / dist ** 2)
-    if room > 0:
-        scales.append(var * Z90 ** 2 / room ** 2)
-    s = min(scales)
-    return max(1, math.ceil((s - 1) * (k1 + k2)))
+def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
+                    alpha=0.05):
+    """(boots a condition, decision): the fewest boots per condition with
+    which, at a true log ratio of log_ratio, failures per boot as given and
+    dispersion phi, one of the two decisions comes with probability power
+    (normal approximation of the log ratio, with the t quantile of the
+    residual degrees of freedom two conditions of that many boots have);
+    None when neither can within a million boots."""
+    s1 = math.sqrt(phi * (1 / max(per_boot_a, 0.5) + 1 / max(per_boot_b, 0.5)))
+    d, band = abs(log_ratio), math.log1p(margin)
+
+    def reached(n):
+        se, df = s1 / math.sqrt(n), 2 * n - 2
+        if d > 0 and _phi_normal(d / se - t_quantile(1 - alpha / 2, df)) >= power:
+            return "differs"
+        if d < band and _phi_normal((band - d) / se - t_quantile(1 - alpha, df)) \
+                - _phi_normal((-band - d) / se + t_quantile(1 - alpha, df)) >= power:
+            return "equivalent"
+        return None
+    lo, hi = 2, 2
+    while not reached(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1_000_000:
+            return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reached(mid) else (mid + 1, hi)
+    return lo, reached(lo)
 
 
-def compare(a, b, margin=0.25, names=("a", "b"), phi=None):
-    """The verdict on rate(a) / rate(b); a and b are lists of boots.  phi
-    defaults to the dispersion within a and b; an experiment passes the
-    one it estimated from all its conditions (more boots, steadier)."""
+def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
+    """The verdict on rate(a) / rate(b); a and b are lists of boots.
+    spread: the Fit to use; by default the one of a and b, and an
+    experiment passes the one of all its replicated conditions (more
+    degrees of freedom).  unit: what a and b's items are, for the text."""
     (k1, n1), (k2, n2) = pooled(a), pooled(b)
-    phi = dispersion(a, b) if phi is None else phi
+    spread = fit(a, b) if spread is None else spread
+    phi = spread.scale()
     what = f"{names[0]}/{names[1]}"
     band = f"+-{margin * 100:.0f}% (ratio {1 / (1 + margin):.2f}-{1 + margin:.2f})"
+    if spread.df:
+        how = f"dispersion {phi:.2g} on {spread.df} df, t intervals"
+    else:
+        how = f"one of the {unit} a condition: spread not estimable, Poisson assumed"
     if k1 + k2 == 0:
-        return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi,
-                       margin, None, f"undecided: no failures in {names[0]} or "
+        return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi, spread.df,
+                       margin, False, None, f"undecided: no failures in {names[0]} or "
                        f"{names[1]}, so no ratio; run more")
-    ratio, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, 0.95)
-    _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, 0.90)
-    spread = f", boot-to-boot dispersion {phi:.2g}" if phi > 1 else ""
+    ratio, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.95))
+    _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.90))
     evidence = (f"{what} {_fmt(ratio)}, 95% CI {_fmt(lo95)}-{_fmt(hi95)}; "
-                f"{k1} and {k2} failures{spread}")
+                f"{k1} and {k2} failures in {len(a)} and {len(b)} {unit}; {how}")
+    inside = 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin
+    more = None
     if lo95 > 1 or hi95 < 1:
-        kind, more, text = "differs", 0, f"differs ({evidence})"
-    elif 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin:
-        kind, more = "equivalent", 0
+        kind = "differs"
+        text = (f"differs, by less than the margin {band}: 90% CI {_fmt(lo90)}-"
+                f"{_fmt(hi90)} ({evidence})" if inside else f"differs ({evidence})")
+    elif inside:
+        kind = "equivalent"
         text = (f"equivalent within {band}: 90% CI {_fmt(lo90)}-{_fmt(hi90)} "
                 f"({evidence})")
     else:
-        kind, more = "undecided", _more_failures(k1, n1, k2, n2, phi, margin)
-        text = (f"undecided: about {more} more failures needed to decide "
-                f"between a difference and equivalence within {band} ({evidence})")
-    return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, margin, more, text)
+        kind = "undecided"
+        log_ratio = math.log(max(k1, 0.5) / n1) - math.log(max(k2, 0.5) / n2)
+        need = boots_for_power(k1 / len(a), k2 / len(b), phi, log_ratio, margin)
+        now = max(len(a), len(b))
+        if need is None:
+            text = f"undecided ({evidence})"
+        else:
+            more = max(1, need[0] - now)
+            text = (f"undecided: {more} more {unit} a condition ({need[0]} in all) give "
+                    f"{POWER * 100:.0f}% power to decide ({need[1]} at the observed "
+                    f"ratio; margin {band}) ({evidence})")
+    return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, spread.df, margin,
+                   inside, more, text)

@@ -69,7 +69,7 @@ def counts(statuses):
 
 
 def describe(statuses):
-    r = verdict.rate(counts(statuses), phi=1.0)
+    r = verdict.rate(counts(statuses), spread=verdict.POISSON)
     phi, lo, hi, _ = verdict.dispersion_ci(counts(statuses))
     per = " ".join(str(s["checksum_failures_total"]) for s in statuses)
     wall = sum(s["wall_seconds"] for s in statuses) / len(statuses)

@@ -36,8 +36,7 @@ def main():
         cmd = [PY, str(REPO / "guest/lab_demo.py"), "--flavours", "unpatched",
                "--widths", args.widths, "--rates", args.rates,
                "--budget", "60", "--dose-boots", str(args.boots),
-               "--boots", str(args.boots), "--min-boots", str(args.boots),
-               "--max-boots", str(args.boots),
+               "--boots", str(args.boots),
                "--boot-seconds", str(args.boot_seconds), "--record-seconds", "0",
                "--no-controls", "--seed", str(args.seed), "--results", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -36,6 +36,7 @@ BENCHES = {
     "peers": ["bench/peers.py"],
     "dose": ["bench/dose_bench.py"],
     "clock": ["bench/clock_bench.py"],
+    "calibration": ["bench/calibration_bench.py"],
 }
 
 

@@ -4,6 +4,12 @@ the barrier flavour change their rate?
 
 Conditions are run as many short boots (replicates), interleaved in
 rounds whose order is shuffled with a recorded seed, --jobs at a time.
+How many boots each condition gets is fixed before the first counting
+boot and written to experiment.json (settings.plan): --boots for counting
+and control conditions, the A/A comparison's from a power calculation on
+a pilot pair, whose boots serve the plan only.  No condition stops early
+on what its boots showed; only --budget can cut the plan short, and the
+report says so.
 
 The clock (--clock): on icount (the default) guest time is instructions,
 -icount shift=N, one vCPU, and each boot gets a phase seed (the n-th boot
@@ -19,19 +25,18 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              ext4.chksum_calls the calls.  The
              window is the listing's own one-instruction window
              (gcc49-exact) on icount, the loop of width 1 (gcc49) on the
-             host clock, where TCG can interrupt only block starts.  On
-             icount a fixed --boots each; on the host clock they run until
-             their rate's 95% interval is within --precision (or
-             --max-boots).  off conditions run until they have made as
-             many checksum calls as the window condition they pair with.
+             host clock, where TCG can interrupt only block starts.
+             --boots each, window and off alike.
   control    (icount) the positive control of the verdicts: the loop of
              width 1 (3 fatal boundaries, device interrupts too) against
              gcc49-exact (1): a difference the model predicts.
   aa         (icount, two flavours) the flavour comparison at loop width
              --aa-width, where failures are cheap.  QEMU translates both
              barriers alike, so it is an A/A test, the negative control;
-             its boots are planned after round 1 for --power at a true
-             ratio of 1 within --margin.
+             its boots are planned for --power at a true ratio of 1 within
+             --margin, from the failures of a pilot boot of each flavour.
+  pilot      (icount, two flavours) that pilot pair: the aa settings with
+             phase seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
              interrupt broke which checksum, window arrivals per call and
              failures per window arrival.
@@ -55,7 +60,6 @@ so far) are written as the run goes, so a killed run keeps what it did;
 import argparse
 import concurrent.futures
 import json
-import math
 import os
 import pathlib
 import random
@@ -113,9 +117,12 @@ def plan(args):
         first = args.flavours[0]
         conds.append(condition(first, "gcc49", "control", clock=clock))
         if len(args.flavours) == 2:
-            for flavour in args.flavours:
-                conds.append(condition(flavour, "gcc49", "aa", width=args.aa_width,
-                                       clock=clock))
+            for kind in ("pilot", "aa"):
+                for flavour in args.flavours:
+                    c = condition(flavour, "gcc49", kind, width=args.aa_width, clock=clock)
+                    if kind == "pilot":
+                        c["name"] += "-pilot"
+                    conds.append(c)
     if args.record_seconds:
         for flavour in args.flavours:
             conds.append(condition(flavour, window, "recorded", clock=clock))
@@ -140,9 +147,9 @@ def aa_boots(per_boot, margin, power, phi=1.0, alpha=0.05):
     """Boots per flavour for the A/A comparison: enough that, at a true
     ratio of 1 and dispersion phi, the 90% interval of the ratio lies
     inside 1/(1+margin)..(1+margin) with probability power (two one-sided
-    tests at alpha).  per_boot: failures a boot makes (from round 1)."""
-    failures = verdict.aa_failures(margin, power, phi, alpha)
-    return max(2, math.ceil(failures / max(per_boot, 0.5)))
+    tests at alpha, t on the comparison's own degrees of freedom).
+    per_boot: failures a boot makes (from round 1)."""
+    return verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, alpha)[0]
 
 
 def positive_list(text):
@@ -192,8 +199,7 @@ def parse_args(argv=None):
                     help="boots at once (default: one per core; an icount boot "
                          "uses one host thread)")
     ap.add_argument("--boots", type=int, default=4,
-                    help="icount: boots of each counting and control condition "
-                         "(default 4)")
+                    help="boots of each counting and control condition (default 4)")
     ap.add_argument("--aa-width", type=int, default=16,
                     help="icount: loop width of the flavour (A/A) comparison (default 16)")
     ap.add_argument("--power", type=float, default=0.95,
@@ -201,14 +207,6 @@ def parse_args(argv=None):
                          "(default 0.95)")
     ap.add_argument("--max-aa-boots", type=int, default=40,
                     help="icount: cap on the A/A plan's boots per flavour (default 40)")
-    ap.add_argument("--precision", type=float, default=0.30,
-                    help="host clock: stop a gcc49 condition when its rate's 95%% "
-                         "interval is within this relative distance (default 0.30)")
-    ap.add_argument("--max-boots", type=int, default=8,
-                    help="cap on counting boots per condition (default 8)")
-    ap.add_argument("--min-boots", type=int, default=2,
-                    help="counting boots per gcc49 condition at least, so "
-                         "that the spread between boots shows (default 2)")
     ap.add_argument("--budget", type=float, default=14,
                     help="wall minutes: no round starts that would end after "
                          "them (default 14)")
@@ -255,16 +253,14 @@ def parse_args(argv=None):
     elif args.clock == "icount" and args.smp != 1:
         ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
                  "a second vCPU)")
-    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem, args.max_boots,
-           args.min_boots, args.dose_boots, args.jobs, args.boots, args.aa_width,
+    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
+           args.dose_boots, args.jobs, args.boots, args.aa_width,
            args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
         ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
     if not 0 < args.power < 1:
         ap.error("--power must lie in (0, 1)")
-    if not 0 < args.precision < 1 or not 0 < args.margin < 1 or args.budget <= 0:
-        ap.error("--precision and --margin must lie in (0, 1), --budget above 0")
-    if args.min_boots > args.max_boots:
-        ap.error("--min-boots is larger than --max-boots")
+    if not 0 < args.margin < 1 or args.budget <= 0:
+        ap.error("--margin must lie in (0, 1), --budget above 0")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 32)
     return args
@@ -290,7 +286,7 @@ class Experiment:
         self.conds = plan(args)
         self.boots = []
         self.started = time.monotonic()
-        self.aa_boots = None        # planned after round 1
+        self.aa_boots = None        # planned after the pilot
         self.loop_insns = model.LOOP_INSNS
 
     def doc(self):
@@ -305,8 +301,7 @@ class Experiment:
                             "boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
                             "record_seconds": a.record_seconds, "record": a.record,
-                            "precision": a.precision, "max_boots": a.max_boots,
-                            "min_boots": a.min_boots, "margin": a.margin,
+                            "plan": self.plan(), "margin": a.margin,
                             "budget_minutes": a.budget, "dose_boots": a.dose_boots,
                             "rates": a.rates,
                             "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
@@ -324,42 +319,60 @@ class Experiment:
         return experiment.counts(self.doc(), name)
 
     def plan_aa(self):
-        """Fix the A/A plan once every A/A condition has a boot: from the
-        failures a boot made, pooled over both flavours (blind to their
-        ratio), at the dispersion of independent boots."""
-        aa = [c for c in self.conds if c["kind"] == "aa"]
-        if self.aa_boots is not None or not aa or not all(self.of(c["name"]) for c in aa):
+        """Fix the A/A plan once the pilot has run: from the failures a
+        pilot boot made, pooled over both flavours (blind to their ratio),
+        at the dispersion of independent boots (one boot a flavour cannot
+        show another)."""
+        pilot = [c for c in self.conds if c["kind"] == "pilot"]
+        if self.aa_boots is not None or not pilot or not all(self.of(c["name"]) for c in pilot):
             return
-        first = [self.of(c["name"])[0]["failures_total"] for c in aa]
+        first = [self.of(c["name"])[0]["failures_total"] for c in pilot]
         self.aa_boots = min(self.args.max_aa_boots,
                             aa_boots(sum(first) / len(first), self.args.margin,
                                      self.args.power))
 
-    def wants(self, c):
-        """Whether condition c needs another boot."""
-        done = self.of(c["name"])
-        if c["kind"] == "recorded" or c["singlestep"]:
-            return not done
+    def planned(self, c):
+        """Boots condition c gets; None while the pilot has yet to say."""
+        if c["kind"] in ("recorded", "pilot") or c["singlestep"]:
+            return 1
         if c["kind"] in ("dose", "rate"):
-            return len(done) < self.args.dose_boots
+            return self.args.dose_boots
         if c["kind"] == "aa":
-            return not done or self.aa_boots is None or len(done) < self.aa_boots
-        if c["clock"] == "icount" and c["window"] != "off":
-            return len(done) < self.args.boots
-        if len(done) >= self.args.max_boots:
+            return self.aa_boots
+        return self.args.boots
+
+    def plan(self):
+        """{condition: boots} as fixed so far."""
+        return {c["name"]: self.planned(c) for c in self.conds}
+
+    def wants(self, c):
+        """Whether condition c needs another boot: the pilot first, then
+        the plan."""
+        done = len(self.of(c["name"]))
+        if c["kind"] != "pilot" and any(
+                p["kind"] == "pilot" and not self.of(p["name"]) for p in self.conds):
             return False
-        if c["window"] == "off":
-            pair = f"{c['flavour']}-{primary_window(self.args)}"
-            needed = sum(n for _, n in self.counts(pair))
-            return not done or sum(n for _, n in self.counts(c["name"])) < needed
-        if len(done) < self.args.min_boots:
-            return True
-        # The spread between boots as the analysis sees it: pooled over
-        # every counting condition (two agreeing boots of one condition
-        # say little about it).
-        phi = experiment.dispersion(self.doc())
-        rate = verdict.rate(self.counts(c["name"]), phi=phi)
-        return rate.half_width() > self.args.precision
+        return done < self.planned(c)
+
+    def plan_text(self):
+        """The plan as the demo prints it before the first counting boot."""
+        plan = self.plan()
+        by = {}
+        for c in self.conds:
+            if c["kind"] != "pilot":
+                by.setdefault(plan[c["name"]], []).append(c["name"])
+        text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
+                         for n, names in sorted(by.items()))
+        if self.aa_boots is not None:
+            pilot = [self.of(c["name"])[0]["failures_total"] for c in self.conds
+                     if c["kind"] == "pilot"]
+            text += (f" (A/A: {self.args.power * 100:.0f}% power to find equivalence "
+                     f"within +-{self.args.margin * 100:.0f}% at a true ratio of 1 and "
+                     f"dispersion 1, from a pilot pair of {' and '.join(map(str, pilot))} "
+                     f"failures" + (f", capped at --max-aa-boots {self.args.max_aa_boots}"
+                                    if self.aa_boots == self.args.max_aa_boots else "")
+                     + ")")
+        return text
 
     def seconds(self, c):
         if c["singlestep"]:
@@ -399,10 +412,12 @@ class Experiment:
         if failed:
             sys.exit(1)
 
-    def phase_seed(self, n):
+    def phase_seed(self, c, n):
         """The phase seed of the n-th boot of every condition: paired
-        across conditions, drawn from the experiment's seed."""
-        return random.Random(f"{self.args.seed}-phase-{n}").randrange(2 ** 32)
+        across conditions, drawn from the experiment's seed; the pilot's
+        are its own (a pilot boot repeats no boot the verdicts use)."""
+        label = "pilot" if c["kind"] == "pilot" else "phase"
+        return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
 
     def append(self, c):
         words = [f"ext4.chksum_window={c['window']}"]
@@ -435,7 +450,7 @@ class Experiment:
             cmd.append("--singlestep")
         if c["clock"] == "icount":
             cmd += ["--clock", "icount", "--shift", str(self.args.shift),
-                    "--phase-seed", str(self.phase_seed(n))]
+                    "--phase-seed", str(self.phase_seed(c, n))]
         return out, cmd
 
     def boot(self, c, n, rnd, slot):
@@ -458,7 +473,7 @@ class Experiment:
                 f"(not a chkwin kernel with the window patch?)")
         b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
              "guest_seconds": seconds, "wall_seconds": round(wall, 1),
-             "calls": status["checksum_calls"],
+             "calls": status["checksum_calls"], "kernel": status["kernel"],
              "failures": status["checksum_failures"],
              "failures_total": status["checksum_failures_total"],
              "clock": status["clock"], "phase_seed": status["phase_seed"],
@@ -501,26 +516,31 @@ def run(args):
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
           flush=True)
-    rnd = 0
+    rnd = counted = 0
+    planned = False
     while True:
+        if not planned and all(exp.planned(c) is not None for c in exp.conds):
+            planned = True
+            exp.save()
+            print(f"demo: the plan, fixed before the first counting boot: "
+                  f"{exp.plan_text()}", flush=True)
         due = [c for c in exp.conds if exp.wants(c)]
         if not due:
             break
         left = sum(exp.estimate(c) for c in due) / min(args.jobs, len(due))
-        # The first round always runs: every condition gets one boot.
-        if rnd and exp.elapsed() + left > args.budget * 60:
+        # The first counting round always runs: every condition gets a boot.
+        if counted and exp.elapsed() + left > args.budget * 60:
             print(f"demo: another round would pass the {args.budget:g}-minute "
-                  f"budget; {', '.join(c['name'] for c in due)} wanted more",
-                  flush=True)
+                  f"budget, which cuts the plan short: "
+                  f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
             break
         rnd += 1
+        pilot = all(c["kind"] == "pilot" for c in due)
+        counted += not pilot
         rng.shuffle(due)
-        print(f"demo: round {rnd}: {len(due)} boots, about "
-              f"{left / 60 / min(args.jobs, len(due)):.1f} min; "
-              f"{exp.elapsed() / 60:.1f} min so far", flush=True)
+        print(f"demo: round {rnd}{' (the pilot)' if pilot else ''}: {len(due)} boots, "
+              f"about {left / 60:.1f} min; {exp.elapsed() / 60:.1f} min so far", flush=True)
         exp.run_round(due, rnd)
-        if rnd == 1 and exp.aa_boots is not None:
-            print(f"demo: the A/A plan: {exp.aa_boots} boots a flavour", flush=True)
     return top
 
 

@@ -346,7 +346,10 @@ def main():
     uptimes = UPTIME_RE.findall(text)
     failures = kmsg.failures(text)
     calls = CALLS_RE.findall(text)
-    status = {"flavour": args.flavour, "stock_package": args.stock_package,
+    # The kernel's cache entry (flavour and the hash of its inputs): what
+    # tells two builds of one flavour apart when runs are pooled.
+    status = {"flavour": args.flavour, "kernel": pathlib.Path(kernel).parent.name,
+              "stock_package": args.stock_package,
               "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
               "singlestep": args.singlestep, "smp": args.smp,

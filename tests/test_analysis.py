@@ -201,27 +201,30 @@ def test_clopper_pearson_and_rate_ratio():
 
 def test_compare_verdict_is_computed(tmp_path, geometry):
     rows = []
-    for n, (flavour, window, k) in enumerate([("unpatched", "gcc49", 6),
-                                              ("patched", "gcc49", 5),
+    for n, (flavour, window, k) in enumerate([("unpatched", "gcc49", 12),
+                                              ("patched", "gcc49", 10),
                                               ("unpatched", "off", 0)]):
         s = synthlog.generate(igets=3000, k=k, m=0, seed=20 + n, flavour=flavour,
                               window=window)
         path = tmp_path / f"{n}.bin"
         s.write(path)
         rows.append(compare.row(path, chkwinlog.read(path), correlation(path, geometry)))
-    assert [r["failures"] for r in rows] == [6, 5, 0]
+    assert [r["failures"] for r in rows] == [12, 10, 0]
+    assert [sum(k for k, _ in r["slices"]) for r in rows] == [12, 10, 0]
+    assert all(len(r["slices"]) == compare.SLICES for r in rows)
     assert rows[0]["ci"][0] < rows[0]["per_million"] < rows[0]["ci"][1]
     v = compare.verdict(rows)
-    assert v.startswith("11 of 11 failures follow an interrupt in the stack-release window")
-    # 5 against 6 failures is no evidence either way: undecided, never
-    # "does not change".
-    assert "barrier flavour: undecided: about " in v
-    assert "does not change" not in v
+    assert v.startswith("22 of 22 failures follow an interrupt in the stack-release window")
+    # 10 against 12 failures is no evidence either way: undecided, with what
+    # would decide; the spread is what the logs' own slices show.
+    assert "barrier flavour: undecided: " in v
+    assert "more log slices (10 a log) a condition" in v
     assert "window: differs (gcc49/off inf" in v
+    assert "the spread is within logs: spread between boots" in v
     proc = analyze("compare", tmp_path / "0.bin", tmp_path / "1.bin",
                    "--geometry", geometry)
     assert proc.returncode == 0, proc.stderr
-    assert "verdict: 11 of 11 failures" in proc.stdout
+    assert "verdict: 22 of 22 failures" in proc.stdout
 
 
 # --- heat maps and report --------------------------------------------------

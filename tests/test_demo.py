@@ -1,9 +1,9 @@
 """make demo, short: guest/lab_demo.py end to end on one flavour, on the
 icount clock (its default).
 
-Counting boots of 30 s (unpatched gcc49-exact three times, the positive
-control (the loop of width 1) three times, off until it has made as many
-checksum calls) and one recorded gcc49-exact boot of 60 s under the flight
+Counting boots of 30 s (unpatched gcc49-exact, the positive control (the
+loop of width 1) and off, three times each, as the plan printed before the
+first boot says) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
 fails 12 to 18 times (tests/test_icount.py), so three boots (about 45
 failures against none) decide the window; the control's W = 3 against 1
@@ -52,7 +52,10 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert names.count("unpatched-gcc49-exact") == 3
     assert names.count("unpatched-gcc49") == 3
     assert names.count("unpatched-gcc49-exact-recorded") == 1
-    assert names.count("unpatched-off") >= 1
+    assert names.count("unpatched-off") == 3
+    assert doc["settings"]["plan"] == {"unpatched-gcc49-exact": 3, "unpatched-off": 3,
+                                       "unpatched-gcc49": 3,
+                                       "unpatched-gcc49-exact-recorded": 1}
     for b in doc["boots"]:
         status = json.loads((top / b["dir"] / "status.json").read_text())
         assert status["scenario_status"] == 0
@@ -72,6 +75,9 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert sorted(b["condition"] for b in first) == sorted(
         c["name"] for c in doc["conditions"])
     assert re.search(r"^demo: round 1: 4 boots", proc.stdout, re.M), proc.stdout
+    assert proc.stdout.index("demo: the plan, fixed before the first counting boot: "
+                             "1 boot: unpatched-gcc49-exact-recorded; 3 boots: ") \
+        < proc.stdout.index("demo: round 1")
 
 
 def test_the_window_verdict_is_decided(demo):
@@ -122,7 +128,7 @@ def test_report_rebuilds_offline(demo, tmp_path):
 
 
 def test_bad_flags_are_one_line_errors(tmp_path):
-    for bad in (["--flavours", "nosuch"], ["--precision", "2"], ["--widths", "0"],
+    for bad in (["--flavours", "nosuch"], ["--margin", "2"], ["--widths", "0"],
                 ["--smp", "2"], ["--clock", "wall"], ["--shift", "11"], ["--jobs", "0"],
                 ["--power", "1"]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,

@@ -17,15 +17,17 @@ def cond(name, flavour, window, kind, width=1, singlestep=False):
             "singlestep": singlestep, "kind": kind}
 
 
-def boot(name, n, failures, calls, rnd, slot=1):
+def boot(name, n, failures, calls, rnd, slot=1, kernel=None):
+    flavour = name.split("-")[0]
     return {"condition": name, "round": rnd, "slot": slot, "dir": f"{name}-{n}",
             "guest_seconds": 30, "wall_seconds": 40.0, "calls": calls,
-            "failures": {"inode": failures}, "failures_total": failures}
+            "failures": {"inode": failures}, "failures_total": failures,
+            "kernel": kernel or f"{flavour}-0123456789abcdef"}
 
 
 def doc(boots, conditions, **settings):
-    s = {"boot_seconds": 30, "record_seconds": 0, "precision": 0.3, "max_boots": 8,
-         "min_boots": 2, "margin": 0.25, "budget_minutes": 14, "dose_boots": 2,
+    s = {"boot_seconds": 30, "record_seconds": 0, "boots": 2, "plan": None,
+         "margin": 0.25, "budget_minutes": 14, "dose_boots": 2,
          "smp": 2, "mem": 1024, "sample_hz": 0, "workload": "inode-load"}
     s.update(settings)
     return {"seed": 7, "conditions": conditions, "boots": boots, "settings": s}
@@ -49,8 +51,8 @@ def test_window_differs_and_flavour_is_undecided_on_few_failures():
     d = doc(balanced([5, 3], [4, 6]), CONDS)
     lines = dict(experiment.decisions(d, [], []))
     assert "differs (gcc49/off inf" in lines["window"]
-    assert "undecided: about" in lines["flavour"]
-    assert "does not change" not in " ".join(lines.values())
+    assert "undecided: " in lines["flavour"]
+    assert "more boots a condition" in lines["flavour"] and "80% power" in lines["flavour"]
 
 
 def test_flavour_equivalent_with_many_failures():
@@ -67,9 +69,9 @@ def test_conditions_keep_the_experiment_order_and_pool_boots():
     assert u["failures"] == 63 and u["calls"] == 3 * M and u["boots"] == 3
     # One dispersion for the experiment, from the spread within each
     # condition: unpatched's 25, 8, 30 against patched's steady 14, 15, 18.
-    phi = experiment.dispersion(d)
-    assert u["phi"] == rows[2]["phi"] == phi
-    assert 2 < phi < 5
+    fit = experiment.spread(d)
+    assert u["phi"] == rows[2]["phi"] == fit.phi and fit.df == 4
+    assert 2 < fit.phi < 5
     assert u["ci"][0] < u["per_million"] < u["ci"][1]
 
 
@@ -163,6 +165,40 @@ def test_pool_adds_the_boots_of_several_runs(tmp_path):
     assert mixed.returncode == 1 and "not the conditions of" in mixed.stderr
 
 
+def test_pool_refuses_runs_measured_differently_unless_told(tmp_path):
+    runs = []
+    for n, (settings, kernel) in enumerate((({}, None), ({"boot_seconds": 60}, None),
+                                            ({"jobs": 8, "budget_minutes": 30}, None),
+                                            ({}, "unpatched-fedcba9876543210"))):
+        boots = balanced([5, 3], [4, 6])
+        if kernel:
+            boots = [dict(b, kernel=kernel) if b["condition"].startswith("un") else b
+                     for b in boots]
+        top = tmp_path / f"run{n}"
+        top.mkdir()
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS, **settings)))
+        runs.append(str(top))
+
+    def pool(*which, allow=False):
+        return subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
+                               *(runs[i] for i in which),
+                               *(["--allow-different"] if allow else [])],
+                              capture_output=True, text=True)
+    longer = pool(0, 1)
+    assert longer.returncode == 1 and longer.stderr.count("\n") == 1
+    assert "boot_seconds 30 against 60" in longer.stderr and "--allow-different" in longer.stderr
+    rebuilt = pool(0, 3)
+    assert rebuilt.returncode == 1
+    assert "kernels patched-0123456789abcdef, unpatched-0123456789abcdef against " \
+        "patched-0123456789abcdef, unpatched-fedcba9876543210" in rebuilt.stderr
+    # How a run was scheduled may differ.
+    assert pool(0, 2).returncode == 0
+    told = pool(0, 1, allow=True)
+    assert told.returncode == 0, told.stderr
+    assert "pooled despite a difference: " in told.stdout and "boot_seconds" in told.stdout
+    assert "not for runs pooled until a verdict came" in told.stdout
+
+
 def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     """synthlog: k failing igets with a window arrival in one of their calls
     (seed and inode alternately), m failing without one, each of those m
@@ -204,3 +240,17 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     assert lines["attribution"].startswith(f"{k} of {k + m} checksum failures (inode {k + m})")
     assert lines["attribution"].endswith(f"{k} failed, {m} still matched and 0 were never "
                                          "verified")
+
+
+def test_the_plan_line_says_whether_the_plan_ran_whole():
+    plan = {c["name"]: 2 for c in CONDS}
+    whole = doc(balanced([5, 3], [4, 6]) + balanced([1], [1])[2:], CONDS, plan=plan)
+    line = experiment.plan_line(whole)
+    assert line.startswith("the plan, fixed before the first counting boot: 2 boots a ")
+    assert line.endswith("every condition got its boots")
+    short = doc([b for b in balanced([5, 3], [4, 6]) if b["dir"] != "patched-gcc49-2"],
+                CONDS, plan=plan)
+    assert experiment.plan_line(short).endswith(
+        "the budget cut it short: unpatched-off 1 of 2, patched-gcc49 1 of 2, "
+        "patched-off 1 of 2")
+    assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
