@@ -75,7 +75,7 @@ def test_conditions_keep_the_experiment_order_and_pool_boots():
     assert u["ci"][0] < u["per_million"] < u["ci"][1]
 
 
-def test_dose_slope_through_the_origin():
+def test_dose_fit_has_an_intercept_and_a_trend_test():
     conds = CONDS + [cond(f"unpatched-gcc49-w{w}", "unpatched", "gcc49", "dose", w)
                      for w in (2, 4, 8)]
     boots = balanced([10, 10], [10, 10])
@@ -84,10 +84,22 @@ def test_dose_slope_through_the_origin():
     d = doc(boots, conds)
     dose = experiment.dose(d)
     assert [p["x"] for p in dose["points"]] == [1, 2, 4, 8]
-    assert abs(dose["slope"] - 10) < 1e-6
-    assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99
+    assert abs(dose["slope"] - 10) < 1e-6 and abs(dose["intercept"]) < 1e-6
+    assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99 and dose["df"] == 2
     lines = dict(experiment.decisions(d, [], [dose]))
     assert lines["dose"].startswith("failures per 1M calls rises with the window width")
+    assert "t on 2 df" in lines["dose"]
+    # The non-monotone widths of 117cf08 (14.1, 6.44, 3.96, 41.4, 73.8 per
+    # million at 1-16): the intercept takes what a line through 0 forced
+    # into the slope, and the trend must stand on the scatter.
+    flat = balanced([14, 14], [10, 10])
+    for w, k in ((2, 6), (4, 4), (8, 41)):
+        flat += [boot(f"unpatched-gcc49-w{w}", i, k, M, i) for i in (1, 2)]
+    fit = experiment.dose(doc(flat, conds))
+    assert fit["intercept"] > 0 and fit["scale"] > 1
+    assert fit["slope_ci"][0] < 0 < fit["slope_ci"][1]
+    line = dict(experiment.decisions(doc(flat, conds), [], [fit]))["dose"]
+    assert line.startswith("failures per 1M calls shows no decided trend against the window")
 
 
 def test_rate_dose_uses_the_measured_arrival_rate():
@@ -254,3 +266,20 @@ def test_the_plan_line_says_whether_the_plan_ran_whole():
         "the budget cut it short: unpatched-off 1 of 2, patched-gcc49 1 of 2, "
         "patched-off 1 of 2")
     assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
+
+
+def test_the_exact_listing_controls_need_arrivals_and_failures():
+    """-singlestep must show window arrivals and the failures they cause;
+    multi-threaded TCG neither; anything else is flagged."""
+    def rec(singlestep, arrivals, failures):
+        return {"control": True, "singlestep": singlestep, "window_arrivals": arrivals,
+                "window_calls": arrivals, "failures": failures, "calls": 10 ** 6,
+                "gcc49_offsets": {}}
+    d = doc(balanced([5, 3], [4, 6]), CONDS)
+    flag = "NOT what the mechanism predicts"
+    for singlestep, arrivals, failures, ok in ((True, 9, 9, True), (True, 9, 0, False),
+                                               (True, 0, 0, False), (False, 0, 0, True),
+                                               (False, 3, 0, False), (False, 0, 2, False)):
+        key = "exact-singlestep" if singlestep else "exact-tcg"
+        line = dict(experiment.decisions(d, [rec(singlestep, arrivals, failures)], []))[key]
+        assert (flag not in line) == ok, (singlestep, arrivals, failures, line)
