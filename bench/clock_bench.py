@@ -80,13 +80,18 @@ def describe(statuses):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boots", type=int, default=6, help="boots per clock and load")
+    ap.add_argument("--boots", type=int, default=4, help="boots per load on the host clock")
+    ap.add_argument("--seeds", type=int, default=10,
+                    help="boots per load on icount, phase seeds 1..N: enough degrees "
+                         "of freedom for the dispersion of seeds of one kernel")
     ap.add_argument("--width", type=int, default=16,
                     help="loop width of the clock comparison")
     ap.add_argument("--aa-width", type=int, default=16)
     ap.add_argument("--shifts", default="4,5,6", help="shifts of the A/A comparison")
     ap.add_argument("--max-aa-boots", type=int, default=30)
     args = ap.parse_args()
+    if min(args.boots, args.seeds) < 2 or args.width < 1 or args.aa_width < 1:
+        ap.error("--boots and --seeds need at least 2 (a spread), widths at least 1")
     jobs = os.cpu_count() or 1
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,8 +100,8 @@ def main():
         for clock in ("host", "icount"):
             for loaded in (False, True):
                 name = f"{clock}-{'loaded' if loaded else 'alone'}"
-                specs = [("unpatched", "gcc49", args.width, clock, 4, i + 1)
-                         for i in range(args.boots)]
+                n = args.boots if clock == "host" else args.seeds
+                specs = [("unpatched", "gcc49", args.width, clock, 4, i + 1) for i in range(n)]
                 with busy_cores(loaded):
                     start = time.monotonic()
                     # Host-clock guests run two vCPU threads: one at a time.
