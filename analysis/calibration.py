@@ -3,7 +3,8 @@ model the verdicts assume, analysed by verdict.compare, and the error
 rates counted.
 
 The design is the demo's A/A comparison: two conditions of n boots each,
-equal exposure, a mean of per_boot failures a boot in the reference,
+paired (the n-th boots share a phase seed, a block of the analysis), equal
+exposure, a mean of per_boot failures a boot in the reference,
 margin +-M, n planned as the demo plans it (lab_demo.aa_boots: 95% power
 at a true ratio of 1 and Poisson boots).  Failures of a boot are negative
 binomial with variance phi x mean (phi > 1: extra spread between boots),
@@ -70,8 +71,10 @@ def simulate(phi, ratio, boots, per_boot, margin, sims, seed=0):
     for _ in range(sims):
         a = draw(rng, per_boot * ratio, phi, boots)
         b = draw(rng, per_boot, phi, boots)
-        v = verdict.compare([(int(k), exposure) for k in a],
-                            [(int(k), exposure) for k in b], margin)
+        both = ([(int(k), exposure) for k in a], [(int(k), exposure) for k in b])
+        # Analysed as the demo analyses it: boots paired by phase seed.
+        pairs = verdict.fit_blocked(both, [range(boots), range(boots)])
+        v = verdict.compare(*both, margin, spread=pairs)
         covered += v.ci95[0] <= ratio <= v.ci95[1]
         differs += v.kind == "differs"
         equivalent += v.kind == "equivalent"

@@ -157,15 +157,30 @@ def _ci(lo, hi):
 
 def spread(doc):
     """The experiment's boot-to-boot dispersion (verdict.Fit): the spread of
-    boots within each replicated condition, pooled over the conditions (two
-    boots of one condition alone give a very noisy estimate)."""
-    return verdict.fit(*_replicated(doc))
+    boots about their condition's rate, pooled over the replicated
+    conditions (two boots of one condition alone give a very noisy
+    estimate), with the design's blocks as terms (blocks())."""
+    conds = [c for c in doc["conditions"] if c["kind"] in REPLICATED]
+    return verdict.fit_blocked([counts(doc, c["name"]) for c in conds],
+                               [[block for block, _ in blocks(doc, c["name"])]
+                                for c in conds])
 
 
-def _replicated(doc):
-    """Boots of every condition whose boots are replicates of one kind."""
-    return [counts(doc, c["name"]) for c in doc["conditions"]
-            if c["kind"] in REPLICATED]
+def blocks(doc, name):
+    """[(block, boot)] of a condition: boots that share a phase seed are
+    paired (the n-th boot of every condition), else a round is a block
+    (rounds interleave the conditions, so whatever drifts over a run's
+    time, host load among it, is shared within one)."""
+    paired = _paired(doc)
+    return [(("seed", b["phase_seed"]) if paired else ("round", b["round"]), b)
+            for b in boots_of(doc, name)]
+
+
+def _paired(doc):
+    """Whether every replicated boot has a phase seed (icount runs)."""
+    kind = {c["name"]: c["kind"] for c in doc["conditions"]}
+    return all(b.get("phase_seed") is not None for b in doc["boots"]
+               if kind[b["condition"]] in REPLICATED)
 
 
 # Condition kinds whose boots are replicates: their spread is the dispersion
@@ -195,14 +210,16 @@ def plan_line(doc):
 def dispersion_line(doc):
     """The unclamped dispersion with its interval: near 1 when boots are
     independent Poisson draws, below 1 when they repeat one trajectory."""
-    phi, lo, hi, df = verdict.dispersion_ci(*_replicated(doc))
-    if phi is None:
+    fit = spread(doc)
+    if fit.phi is None:
         return None
+    phi, (lo, hi), df = fit.phi, fit.ci(), fit.df
     what = ("boots look independent (Poisson)" if lo <= 1 <= hi else
             "boots repeat each other more than Poisson allows (phase-locked?)"
             if hi < 1 else "boots spread wider than Poisson")
+    within = "phase-seed pairs" if _paired(doc) else "rounds"
     return (f"boot-to-boot dispersion {phi:.2f} (95% CI {lo:.2f}-{hi:.2f}, "
-            f"{df} degrees of freedom, not clamped): {what}")
+            f"{df} degrees of freedom, not clamped; within {within}): {what}")
 
 
 def model_rows(doc):

@@ -6,8 +6,11 @@ quasi-Poisson one with a rate per condition and the exposure as offset:
 each condition's rate is its pooled failures over its pooled exposure, and
 the dispersion phi is Pearson's chi-square of every boot about its
 condition's rate over the residual degrees of freedom (boots less
-conditions; a condition without a failure carries no spread).  phi is not
-clamped at 1: boots that repeat each other (phase-locked) show as phi < 1.
+conditions; a condition without a failure carries no spread).  Where the
+design has blocks (boots paired by phase seed, or rounds), fit_blocked
+adds a term per block, and the spread is what is left within blocks.
+phi is not clamped at 1: boots that repeat each other (phase-locked) show
+as phi < 1.
 Its own uncertainty is carried by Student's t on those degrees of freedom:
 an interval is the exact one (Garwood, or the conditional binomial of a
 ratio) on counts divided by phi, at the normal level whose quantile is
@@ -29,6 +32,8 @@ An interval that contains 1 never reads as "no effect" by itself.
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
@@ -84,6 +89,15 @@ class Fit:
         t = t_quantile((1 + conf) / 2, self.df)
         return conf if t <= z else 2 * _phi_normal(t) - 1
 
+    def ci(self, conf=0.95):
+        """(lo, hi) of phi from Pearson's chi-square on df degrees of
+        freedom (X / phi ~ chi-square(df)); (0, inf) without one."""
+        if not self.df:
+            return 0.0, math.inf
+        alpha = 1 - conf
+        return (self.chi2 / chi2_quantile(1 - alpha / 2, self.df),
+                self.chi2 / chi2_quantile(alpha / 2, self.df))
+
     def quantile(self, conf):
         """The two-sided quantile of level conf on df (z without one)."""
         q = (1 + conf) / 2
@@ -106,19 +120,56 @@ def fit(*conditions):
 POISSON = Fit(None, 0.0, 0)
 
 
+def fit_blocked(conditions, blocks):
+    """The dispersion of a Poisson log-linear model with a rate per
+    condition, a factor per block and log exposure as offset (fitted by
+    iteratively reweighted least squares): Pearson's chi-square about the
+    fitted means over the residual degrees of freedom.  conditions: lists
+    of boots; blocks: for each condition, a block label per boot.
+    Conditions without a failure, and blocks without one among the rest,
+    carry no spread and are left out."""
+    rows = [(ci, b, k, n) for ci, (boots, labels) in enumerate(zip(conditions, blocks))
+            if sum(k for k, _ in boots) > 0
+            for (k, n), b in zip(boots, labels) if n > 0]
+    totals = {}
+    for _, b, k, _ in rows:
+        totals[b] = totals.get(b, 0) + k
+    rows = [r for r in rows if totals[r[1]] > 0]
+    conds = sorted({r[0] for r in rows})
+    labels = sorted({r[1] for r in rows}, key=str)
+    if not rows:
+        return Fit(None, 0.0, 0)
+    x = np.zeros((len(rows), len(conds) + len(labels) - 1))
+    for i, (ci, b, _, _) in enumerate(rows):
+        x[i, conds.index(ci)] = 1
+        j = labels.index(b)
+        if j:
+            x[i, len(conds) + j - 1] = 1
+    k = np.array([r[2] for r in rows], float)
+    offset = np.log(np.array([r[3] for r in rows], float))
+    mu = np.maximum(k, 0.5)
+    for _ in range(50):
+        eta = np.log(mu)
+        z = eta - offset + (k - mu) / mu
+        beta, *_ = np.linalg.lstsq(x * np.sqrt(mu)[:, None], z * np.sqrt(mu), rcond=None)
+        new = np.exp(x @ beta + offset)
+        if np.max(np.abs(new - mu) / mu) < 1e-10:
+            mu = new
+            break
+        mu = new
+    df = len(rows) - int(np.linalg.matrix_rank(x))
+    chi2 = float(np.sum((k - mu) ** 2 / mu))
+    return Fit(chi2 / df if df else None, chi2, df)
+
+
 def dispersion_ci(*conditions, conf=0.95):
     """(phi, lo, hi, df): the dispersion pooled over the conditions, with
-    its interval from Pearson's chi-square X on df degrees of freedom
-    (X / phi ~ chi-square(df) for quasi-Poisson boots).  An interval
-    covering 1 is what independent Poisson boots look like; phi well below
-    1 means boots repeat each other (phase-locked), well above means extra
-    spread.  None for phi without two boots in a condition."""
+    its interval (Fit.ci).  An interval covering 1 is what independent
+    Poisson boots look like; phi well below 1 means boots repeat each
+    other (phase-locked), well above means extra spread.  None for phi
+    without two boots in a condition."""
     f = fit(*conditions)
-    if not f.df:
-        return None, 0.0, math.inf, 0
-    alpha = 1 - conf
-    return (f.phi, f.chi2 / chi2_quantile(1 - alpha / 2, f.df),
-            f.chi2 / chi2_quantile(alpha / 2, f.df), f.df)
+    return (f.phi, *f.ci(conf), f.df)
 
 
 @dataclass

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kernels import PY, REPO
 
 sys.path.insert(0, str(REPO / "analysis"))
@@ -48,7 +50,7 @@ def balanced(per_boot_u, per_boot_p):
 
 
 def test_window_differs_and_flavour_is_undecided_on_few_failures():
-    d = doc(balanced([5, 3], [4, 6]), CONDS)
+    d = doc(balanced([5, 3, 4, 6], [4, 6, 5, 3]), CONDS)
     lines = dict(experiment.decisions(d, [], []))
     assert "differs (gcc49/off inf" in lines["window"]
     assert "undecided: " in lines["flavour"]
@@ -69,8 +71,10 @@ def test_conditions_keep_the_experiment_order_and_pool_boots():
     assert u["failures"] == 63 and u["calls"] == 3 * M and u["boots"] == 3
     # One dispersion for the experiment, from the spread within each
     # condition: unpatched's 25, 8, 30 against patched's steady 14, 15, 18.
+    # Rounds are blocks (no phase seeds): 6 boots with failures, 2
+    # condition terms and 2 more for rounds 2 and 3 leave 2 df.
     fit = experiment.spread(d)
-    assert u["phi"] == rows[2]["phi"] == fit.phi and fit.df == 4
+    assert u["phi"] == rows[2]["phi"] == fit.phi and fit.df == 2
     assert 2 < fit.phi < 5
     assert u["ci"][0] < u["per_million"] < u["ci"][1]
 
@@ -125,7 +129,7 @@ def test_rate_dose_uses_the_measured_arrival_rate():
 
 
 def test_report_leads_with_the_decision_and_escapes(tmp_path):
-    d = doc(balanced([5, 3], [4, 6]), CONDS)
+    d = doc(balanced([5, 3, 4, 6], [4, 6, 5, 3]), CONDS)
     d["boots"][0]["dir"] = "<script>x</script>[a](javascript:1)"
     (tmp_path / "experiment.json").write_text(json.dumps(d))
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
@@ -266,6 +270,24 @@ def test_the_plan_line_says_whether_the_plan_ran_whole():
         "the budget cut it short: unpatched-off 1 of 2, patched-gcc49 1 of 2, "
         "patched-off 1 of 2")
     assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
+
+
+def test_blocks_are_phase_seeds_when_boots_are_paired():
+    """Paired boots (a phase seed each, shared across conditions): the
+    seed is the block, and a spread every condition shares seed by seed
+    is not counted as spread between boots; without seeds, rounds are."""
+    u, p = [10, 40, 100, 25], [11, 38, 104, 24]
+    paired = balanced(u, p)
+    for b in paired:
+        b["phase_seed"] = 1000 + int(b["dir"].rsplit("-", 1)[1])
+    fit = experiment.spread(doc(paired, CONDS))
+    assert fit.df == 3 and fit.phi < 0.5
+    rounds = balanced(u, p)
+    assert experiment.spread(doc(rounds, CONDS)).phi == pytest.approx(fit.phi)
+    line = experiment.dispersion_line(doc(paired, CONDS))
+    assert "within phase-seed pairs" in line
+    # The same counts without blocks: all of it is spread between boots.
+    assert experiment.verdict.fit(list(zip(u, [M] * 4)), list(zip(p, [M] * 4))).phi > 20
 
 
 def test_the_exact_listing_controls_need_arrivals_and_failures():
