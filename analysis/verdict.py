@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
@@ -220,22 +221,31 @@ def _fmt(x):
 
 
 def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
-                    alpha=0.05):
+                    alpha=0.05, paired=False):
     """(boots a condition, decision): the fewest boots per condition with
     which, at a true log ratio of log_ratio, failures per boot as given and
-    dispersion phi, one of the two decisions comes with probability power
-    (normal approximation of the log ratio, with the t quantile of the
-    residual degrees of freedom two conditions of that many boots have);
-    None when neither can within a million boots."""
+    dispersion phi, one of the two decisions comes with probability power;
+    None when neither can within a million boots.  The log ratio is taken
+    as normal and the dispersion as estimated on the comparison's residual
+    degrees of freedom (n - 1 when the boots are paired blocks, else
+    2n - 2), phi x chi-square(df) / df, with the t quantile on them: the
+    power is averaged over that estimate's distribution."""
     s1 = math.sqrt(phi * (1 / max(per_boot_a, 0.5) + 1 / max(per_boot_b, 0.5)))
     d, band = abs(log_ratio), math.log1p(margin)
 
     def reached(n):
-        se, df = s1 / math.sqrt(n), 2 * n - 2
-        if d > 0 and _phi_normal(d / se - t_quantile(1 - alpha / 2, df)) >= power:
+        se, df = s1 / math.sqrt(n), n - 1 if paired else 2 * n - 2
+        # The estimated phi relative to the true one, at 64 equal-probability points.
+        u = np.sqrt(stats.chi2.ppf((np.arange(64) + 0.5) / 64, df) / df)
+        t2, t1 = t_quantile(1 - alpha / 2, df), t_quantile(1 - alpha, df)
+        differs = float(np.mean(stats.norm.cdf(d / se - t2 * u)
+                                + stats.norm.cdf(-d / se - t2 * u)))
+        equivalent = float(np.mean(np.clip(stats.norm.cdf((band - d) / se - t1 * u)
+                                           - stats.norm.cdf((-band - d) / se + t1 * u),
+                                           0, 1)))
+        if d > 0 and differs >= power:
             return "differs"
-        if d < band and _phi_normal((band - d) / se - t_quantile(1 - alpha, df)) \
-                - _phi_normal((-band - d) / se + t_quantile(1 - alpha, df)) >= power:
+        if d < band and equivalent >= power:
             return "equivalent"
         return None
     lo, hi = 2, 2

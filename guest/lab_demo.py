@@ -147,9 +147,10 @@ def aa_boots(per_boot, margin, power, phi=1.0, alpha=0.05):
     """Boots per flavour for the A/A comparison: enough that, at a true
     ratio of 1 and dispersion phi, the 90% interval of the ratio lies
     inside 1/(1+margin)..(1+margin) with probability power (two one-sided
-    tests at alpha, t on the comparison's own degrees of freedom).
-    per_boot: failures a boot makes (from round 1)."""
-    return verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, alpha)[0]
+    tests at alpha, t on the degrees of freedom of the flavours' boots
+    paired by phase seed).  per_boot: failures a boot makes (the pilot's)."""
+    return verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, alpha,
+                                   paired=True)[0]
 
 
 def positive_list(text):
