@@ -2,13 +2,19 @@
 icount clock (its default).
 
 Counting boots of 30 s (unpatched gcc49-exact, the positive control (the
-loop of width 1) and off, three times each, as the plan printed before the
+loop of width 1) and off, four times each, as the plan printed before the
 first boot says) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
-fails 12 to 18 times (tests/test_icount.py), so three boots (about 45
+fails 12 to 18 times (tests/test_icount.py), so four boots (about 60
 failures against none) decide the window; the control's W = 3 against 1
-makes its boots fail about three times as often, which the verdict must
-call a difference, with the model's ratio inside its interval.  The
+makes its boots fail about three times as often (about 180), which the
+verdict must call a difference.  Sizing: the verdicts pair boots by phase
+seed, which leaves 3 degrees of freedom to the dispersion here; with t on
+them the control's 95% interval excludes 1 unless the estimated
+dispersion exceeds 5.4, p of about 0.001 for Poisson boots (three boots
+would leave 2 and fail one run in nine).  The model's ratio is checked
+against a 99.9% interval of the measured one: the report's 95% interval
+misses it one run in twenty by design.  The
 recorded boot made 21 and 29 failures in 60 s when this was written
 (none is p < 1e-8); every logged one must follow a window interrupt, and
 the report must lead with the decisions and show predicted against
@@ -25,9 +31,12 @@ import pytest
 from kernels import PY, REPO
 
 sys.path.insert(0, str(REPO / "guest"))
+sys.path.insert(0, str(REPO / "analysis"))
+import experiment  # noqa: E402
 import kmsg  # noqa: E402
+import poisson  # noqa: E402
 
-ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--boots", "3",
+ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--boots", "4",
         "--record-seconds", "60", "--no-controls", "--seed", "11", "--jobs", "2"]
 
 
@@ -49,12 +58,12 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert doc["settings"]["clock"] == "icount" and doc["settings"]["shift"] == 4
     assert doc["settings"]["loop_instructions"] == 2
     names = [b["condition"] for b in doc["boots"]]
-    assert names.count("unpatched-gcc49-exact") == 3
-    assert names.count("unpatched-gcc49") == 3
+    assert names.count("unpatched-gcc49-exact") == 4
+    assert names.count("unpatched-gcc49") == 4
     assert names.count("unpatched-gcc49-exact-recorded") == 1
-    assert names.count("unpatched-off") == 3
-    assert doc["settings"]["plan"] == {"unpatched-gcc49-exact": 3, "unpatched-off": 3,
-                                       "unpatched-gcc49": 3,
+    assert names.count("unpatched-off") == 4
+    assert doc["settings"]["plan"] == {"unpatched-gcc49-exact": 4, "unpatched-off": 4,
+                                       "unpatched-gcc49": 4,
                                        "unpatched-gcc49-exact-recorded": 1}
     for b in doc["boots"]:
         status = json.loads((top / b["dir"] / "status.json").read_text())
@@ -76,7 +85,7 @@ def test_layout_latest_and_the_record_of_the_run(demo):
         c["name"] for c in doc["conditions"])
     assert re.search(r"^demo: round 1: 4 boots", proc.stdout, re.M), proc.stdout
     assert proc.stdout.index("demo: the plan, fixed before the first counting boot: "
-                             "1 boot: unpatched-gcc49-exact-recorded; 3 boots: ") \
+                             "1 boot: unpatched-gcc49-exact-recorded; 4 boots: ") \
         < proc.stdout.index("demo: round 1")
 
 
@@ -88,11 +97,17 @@ def test_the_window_verdict_is_decided(demo):
 
 
 def test_the_positive_control_differs_as_predicted(demo):
-    proc = demo[0]
+    proc, doc = demo[0], demo[3]
     line = next(ln for ln in proc.stdout.splitlines()
                 if ln.startswith("verdict: positive control"))
     assert ": differs (width 1/gcc49-exact" in line, line
-    assert "inside the 95% interval" in line, line
+    assert "the model predicts" in line, line
+    rows = {r["condition"]: r for r in experiment.model_rows(doc)}
+    a, b = rows["unpatched-gcc49"], rows["unpatched-gcc49-exact"]
+    want = (a["predicted"] / a["calls"]) / (b["predicted"] / b["calls"])
+    assert 2.7 < want < 3.3, want
+    _, lo, hi = poisson.rate_ratio(a["measured"], a["calls"], b["measured"], b["calls"], 0.999)
+    assert lo <= want <= hi, (want, lo, hi)
 
 
 def test_recorded_failures_follow_a_window_interrupt(demo):
