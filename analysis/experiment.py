@@ -460,7 +460,8 @@ def dose(doc, which="width"):
         flavour = sweep[0]["flavour"]
         points = [_point(doc, c["name"], c["width"], phi)
                   for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False)
-                  if c["kind"] in ("counting", "dose") and boots_of(doc, c["name"])]
+                  if c["kind"] in ("counting", "dose", "control")
+                  and boots_of(doc, c["name"])]
     else:
         sweep = [c for c in _cond(doc, kind="rate") if boots_of(doc, c["name"])]
         if not sweep:

@@ -56,17 +56,16 @@ def main():
         d = experiment.dose(doc, which)
         if not d:
             continue
-        rows.append((f"{which} dose: slope, failures per 1M calls per {how['unit']} "
-                     "(95% CI); R^2",
-                     f"{d['slope']:.3g} ({d['slope_ci'][0]:.3g}-{d['slope_ci'][1]:.3g}); "
-                     f"{d['r2']:.2f}"))
+        rows.append((f"{which} dose: the fit (experiment.dose_line)", experiment.dose_line(d)))
         rows.append((f"{which} dose: points (x: per 1M calls, residual)", ", ".join(
             f"{p['x']:.3g}: {p['per_million']:.3g}, {p['residual']:+.3g}"
             for p in d["points"])))
     rows.append(("wall time of the sweep", f"{wall / 60:.1f} min"))
     print_section("Dose-response: window width and interrupt rate",
-                  f"inode-load boots of {args.boot_seconds} guest seconds on the "
-                  f"unpatched kernel, {args.boots} per width (untraced) and per sampler "
+                  f"Boots of {args.boot_seconds} guest seconds of the demo's default "
+                  f"clock and workload (icount shift 4, inode-loop, a phase seed a "
+                  f"boot) on the unpatched kernel, {args.boots} per width (untraced; "
+                  f"the loop of width w has 2w + 1 fatal boundaries) and per sampler "
                   f"rate (under the loader, no log kept; x is the arrivals per second "
                   f"it counted, device irqs and sampler ticks), interleaved in rounds "
                   f"shuffled with seed {args.seed} (`make dose` runs the same); failures "
