@@ -10,8 +10,8 @@ conditions; a condition without a failure carries no spread).  Where the
 design has blocks (boots paired by phase seed, or rounds), fit_blocked
 adds a term per block, and the spread is what is left within blocks.
 phi is not clamped at 1: boots that repeat each other (phase-locked) show
-as phi < 1.
-Its own uncertainty is carried by Student's t on those degrees of freedom:
+as phi < 1.  Its own uncertainty is carried by Student's t on those
+degrees of freedom:
 an interval is the exact one (Garwood, or the conditional binomial of a
 ratio) on counts divided by phi, at the normal level whose quantile is
 the t quantile, so a handful of boots widens it and many boots converge
@@ -88,7 +88,7 @@ class Fit:
             return conf
         z = normal_quantile((1 + conf) / 2)
         t = t_quantile((1 + conf) / 2, self.df)
-        return conf if t <= z else 2 * _phi_normal(t) - 1
+        return conf if t <= z else 2 * float(stats.norm.cdf(t)) - 1
 
     def ci(self, conf=0.95):
         """(lo, hi) of phi from Pearson's chi-square on df degrees of
@@ -99,14 +99,6 @@ class Fit:
         return (self.chi2 / chi2_quantile(1 - alpha / 2, self.df),
                 self.chi2 / chi2_quantile(alpha / 2, self.df))
 
-    def quantile(self, conf):
-        """The two-sided quantile of level conf on df (z without one)."""
-        q = (1 + conf) / 2
-        return t_quantile(q, self.df) if self.df else normal_quantile(q)
-
-
-def _phi_normal(x):
-    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
 def fit(*conditions):

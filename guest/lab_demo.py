@@ -322,8 +322,8 @@ class Experiment:
     def plan_aa(self):
         """Fix the A/A plan once the pilot has run: from the failures a
         pilot boot made, pooled over both flavours (blind to their ratio),
-        at the dispersion of independent boots (one boot a flavour cannot
-        show another)."""
+        at the dispersion of independent boots (one boot a flavour shows
+        no spread of its own)."""
         pilot = [c for c in self.conds if c["kind"] == "pilot"]
         if self.aa_boots is not None or not pilot or not all(self.of(c["name"]) for c in pilot):
             return
