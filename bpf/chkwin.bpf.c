@@ -196,13 +196,20 @@ static __always_inline void rec_init(struct chkwin_rec *r, __u8 type)
 
 /*
  * Waking user space per record costs an irq_work interrupt each; with a
- * threshold, it is woken only when that much waits (it also polls).
+ * threshold, it is woken once, by the record that takes the waiting data
+ * past it (it also polls).  Waking on every record above the threshold
+ * feeds itself: each wake-up is an interrupt the irq probes record, whose
+ * record wakes again, as long as the reader is behind.
  */
 static __always_inline __u64 wakeup_flag(void)
 {
+	__u64 avail;
+
 	if (!wakeup_bytes)
 		return 0;
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	return avail < wakeup_bytes &&
+	       avail + BPF_RINGBUF_HDR_SZ + sizeof(struct chkwin_rec) >= wakeup_bytes ?
 	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 

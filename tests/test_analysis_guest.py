@@ -1,8 +1,7 @@
 """chkwin-analyze on a real gcc49 guest run of the lab.
 
 The unpatched recorded gcc49 boot the loader's tests use too
-(guest.recorded_gcc49: an icount boot of inode-loop under the loader with
-its sampler).  Every failure must be traced to a window interrupt, and the
+(guest.recorded_gcc49: an icount boot of inode-loop under the loader).  Every failure must be traced to a window interrupt, and the
 offset heat map must have arrivals in the window column.
 """
 
