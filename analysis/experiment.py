@@ -162,17 +162,16 @@ def spread(doc):
     estimate), with the design's blocks as terms (blocks())."""
     conds = [c for c in doc["conditions"] if c["kind"] in REPLICATED]
     return verdict.fit_blocked([counts(doc, c["name"]) for c in conds],
-                               [[block for block, _ in blocks(doc, c["name"])]
-                                for c in conds])
+                               [blocks(doc, c["name"]) for c in conds])
 
 
 def blocks(doc, name):
-    """[(block, boot)] of a condition: boots that share a phase seed are
-    paired (the n-th boot of every condition), else a round is a block
-    (rounds interleave the conditions, so whatever drifts over a run's
-    time, host load among it, is shared within one)."""
+    """The block of each of a condition's boots: boots that share a phase
+    seed are paired (the n-th boot of every condition), else a round is a
+    block (rounds interleave the conditions, so whatever drifts over a
+    run's time, host load among it, is shared within one)."""
     paired = _paired(doc)
-    return [(("seed", b["phase_seed"]) if paired else ("round", b["round"]), b)
+    return [("seed", b["phase_seed"]) if paired else ("round", b["round"])
             for b in boots_of(doc, name)]
 
 

@@ -60,16 +60,6 @@ def pooled(boots):
     return sum(k for k, _ in boots), sum(n for _, n in boots)
 
 
-def chi_square(boots):
-    """(Pearson chi-square about the pooled rate, degrees of freedom)."""
-    k, n = pooled(boots)
-    if k == 0 or n <= 0 or len(boots) < 2:
-        return 0.0, 0
-    rate = k / n
-    return sum((ki - rate * ni) ** 2 / (rate * ni) for ki, ni in boots
-               if ni > 0), len(boots) - 1
-
-
 @dataclass
 class Fit:
     """The dispersion of a set of conditions: phi (None when df is 0),
@@ -100,14 +90,10 @@ class Fit:
                 self.chi2 / chi2_quantile(alpha / 2, self.df))
 
 
-
 def fit(*conditions):
-    """The pooled quasi-Poisson dispersion of the conditions' boots."""
-    chi2 = df = 0
-    for boots in conditions:
-        c, d = chi_square(boots)
-        chi2, df = chi2 + c, df + d
-    return Fit(chi2 / df if df else None, chi2, df)
+    """The pooled quasi-Poisson dispersion of the conditions' boots, with
+    no blocks: each boot about its condition's pooled rate."""
+    return fit_blocked(conditions, [[0] * len(boots) for boots in conditions])
 
 
 POISSON = Fit(None, 0.0, 0)
@@ -269,7 +255,9 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
         return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi, spread.df,
                        margin, False, None, f"undecided: no failures in {names[0]} or "
                        f"{names[1]}, so no ratio; run more")
-    ratio, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.95))
+    # The point ratio from the counts themselves: phi scales both alike.
+    ratio = rate_ratio(k1, n1, k2, n2)[0]
+    _, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.95))
     _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.90))
     evidence = (f"{what} {_fmt(ratio)}, 95% CI {_fmt(lo95)}-{_fmt(hi95)}; "
                 f"{k1} and {k2} failures in {len(a)} and {len(b)} {unit}; {how}")
