@@ -26,6 +26,7 @@ import numpy as np
 
 import correlate
 import model
+import planning
 import verdict
 from poisson import binom_ci, poisson_ci, t_quantile
 
@@ -165,6 +166,26 @@ def spread(doc):
                                [blocks(doc, c["name"]) for c in conds])
 
 
+def dispersion_from(run_dir):
+    """(phi, df, what): the spread of a previous run's replicated boots, for
+    a new run to plan on (analysis/planning.py); ValueError, one line, when
+    the run cannot give one."""
+    path = run_dir / "experiment.json"
+    try:
+        doc = json.loads(path.read_text())
+        icount = doc["settings"]["clock"] == "icount"
+        fit = spread(doc)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read it ({e.strerror})")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not an experiment record ({e!r})")
+    if not icount:
+        raise ValueError(f"{path}: not an icount run; its spread says nothing of icount boots")
+    if not fit.df:
+        raise ValueError(f"{path}: no condition has two boots, so no spread to plan on")
+    return fit.phi, fit.df, f"the spread of run {run_dir.resolve().name}"
+
+
 def blocks(doc, name):
     """The block of each of a condition's boots: boots that share a phase
     seed are paired (the n-th boot of every condition), else a round is a
@@ -198,10 +219,12 @@ def plan_line(doc):
              if n is not None and len(boots_of(doc, name)) < n]
     aa = [n for c in _cond(doc, kind="aa") if (n := plan.get(c["name"]))]
     text = (f"the plan, fixed before the first counting boot: {s['boots']} boots a "
-            f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison "
-                                     f"({s['power'] * 100:.0f}% power at a true ratio "
-                                     f"of 1, planned on a pilot pair the verdicts leave "
-                                     f"out)" if aa else ""))
+            f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison"
+                                     if aa else ""))
+    if s.get("plan_comparisons"):
+        text += (f" (predicted from a pilot boot a flavour the verdicts leave out, at "
+                 f"dispersion {planning.dispersion_text(**s['plan_dispersion'])}: "
+                 + "; ".join(planning.describe(c) for c in s["plan_comparisons"]) + ")")
     return text + ("; the budget cut it short: " + ", ".join(short) if short
                    else "; every condition got its boots")
 

@@ -12,9 +12,7 @@ from section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "analysis"))
-sys.path.insert(0, str(REPO / "guest"))
 import calibration  # noqa: E402
-import lab_demo  # noqa: E402
 
 
 def main():
@@ -24,7 +22,7 @@ def main():
     args = ap.parse_args()
     if args.sims < 100:
         ap.error("--sims: at least 100")
-    boots = lab_demo.aa_boots(calibration.PER_BOOT, calibration.MARGIN, 0.95)
+    boots = calibration.design_boots()
     rows = []
     for p in calibration.grid(boots, args.sims):
         rows.append((f"dispersion {p.phi:g}, true ratio {p.ratio:g}",

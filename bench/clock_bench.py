@@ -34,6 +34,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
 sys.path.insert(0, str(REPO / "analysis"))
 sys.path.insert(0, str(REPO / "guest"))
+import calibration  # noqa: E402
 import lab_demo  # noqa: E402
 from hostload import busy_cores  # noqa: E402
 import model  # noqa: E402
@@ -131,7 +132,7 @@ def main():
                            [(f, "gcc49", args.aa_width, "icount", shift, 1)
                             for f in ("unpatched", "patched")], jobs)
             per_boot = sum(s["checksum_failures_total"] for s in pilot) / 2
-            n = min(args.max_aa_boots, lab_demo.aa_boots(per_boot, 0.10, 0.95))
+            n = calibration.boots_for(per_boot, 1.0, 0.10, 0.95, args.max_aa_boots, seed=0)[0]
             specs = [(f, "gcc49", args.aa_width, "icount", shift, seed)
                      for seed in range(2, n + 1) for f in ("unpatched", "patched")]
             start = time.monotonic()

@@ -7,7 +7,9 @@ rounds whose order is shuffled with a recorded seed, --jobs at a time.
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
-a pilot pair, whose boots serve the plan only.  No condition stops early
+a pilot boot of each flavour, whose boots serve the plan only
+(analysis/planning.py: the power of every comparison, predicted by the
+failure model from the pilot and simulated as the run will be analysed).  No condition stops early
 on what its boots showed; only --budget can cut the plan short, and the
 report says so.
 
@@ -35,8 +37,8 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              barriers alike, so it is an A/A test, the negative control;
              its boots are planned for --power at a true ratio of 1 within
              --margin, from the failures of a pilot boot of each flavour.
-  pilot      (icount, two flavours) that pilot pair: the aa settings with
-             phase seeds of their own; the verdicts leave them out.
+  pilot      (icount) a boot of each flavour: the aa settings with phase
+             seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
              interrupt broke which checksum, window arrivals per call and
              failures per window arrival.
@@ -70,9 +72,10 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "analysis"))
 from cachedir import die  # noqa: E402
+import calibration  # noqa: E402
 import experiment  # noqa: E402
 import model  # noqa: E402
-import verdict  # noqa: E402
+import planning  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
@@ -116,13 +119,12 @@ def plan(args):
     if clock == "icount":
         first = args.flavours[0]
         conds.append(condition(first, "gcc49", "control", clock=clock))
-        if len(args.flavours) == 2:
-            for kind in ("pilot", "aa"):
-                for flavour in args.flavours:
-                    c = condition(flavour, "gcc49", kind, width=args.aa_width, clock=clock)
-                    if kind == "pilot":
-                        c["name"] += "-pilot"
-                    conds.append(c)
+        for kind in ("pilot", "aa") if len(args.flavours) == 2 else ("pilot",):
+            for flavour in args.flavours:
+                c = condition(flavour, "gcc49", kind, width=args.aa_width, clock=clock)
+                if kind == "pilot":
+                    c["name"] += "-pilot"
+                conds.append(c)
     if args.record_seconds:
         for flavour in args.flavours:
             conds.append(condition(flavour, window, "recorded", clock=clock))
@@ -141,16 +143,6 @@ def plan(args):
         conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz,
                                clock=clock))
     return conds
-
-
-def aa_boots(per_boot, margin, power, phi=1.0, alpha=0.05):
-    """Boots per flavour for the A/A comparison: enough that, at a true
-    ratio of 1 and dispersion phi, the 90% interval of the ratio lies
-    inside 1/(1+margin)..(1+margin) with probability power (two one-sided
-    tests at alpha, t on the degrees of freedom of the flavours' boots
-    paired by phase seed).  per_boot: failures a boot makes (the pilot's)."""
-    return verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, alpha,
-                                   paired=True)[0]
 
 
 def positive_list(text):
@@ -203,11 +195,15 @@ def parse_args(argv=None):
                     help="boots of each counting and control condition (default 4)")
     ap.add_argument("--aa-width", type=int, default=16,
                     help="icount: loop width of the flavour (A/A) comparison (default 16)")
-    ap.add_argument("--power", type=float, default=0.95,
+    ap.add_argument("--power", type=float, default=calibration.PLAN_POWER,
                     help="icount: power of the A/A plan at a true ratio of 1 "
-                         "(default 0.95)")
-    ap.add_argument("--max-aa-boots", type=int, default=40,
-                    help="icount: cap on the A/A plan's boots per flavour (default 40)")
+                         f"(default {calibration.PLAN_POWER})")
+    ap.add_argument("--max-aa-boots", type=int, default=calibration.MAX_BOOTS,
+                    help="icount: cap on the A/A plan's boots per flavour "
+                         f"(default {calibration.MAX_BOOTS})")
+    ap.add_argument("--plan-from", type=pathlib.Path, metavar="RUN",
+                    help="icount: plan on the spread of a previous run's boots "
+                         "(results/<timestamp>) instead of Poisson boots")
     ap.add_argument("--budget", type=float, default=14,
                     help="wall minutes: no round starts that would end after "
                          "them (default 14)")
@@ -262,6 +258,14 @@ def parse_args(argv=None):
         ap.error("--power must lie in (0, 1)")
     if not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--margin must lie in (0, 1), --budget above 0")
+    args.dispersion = (1.0, None, None)
+    if args.plan_from is not None:
+        if args.clock != "icount":
+            ap.error("--plan-from plans the icount comparisons; the host clock has none")
+        try:
+            args.dispersion = experiment.dispersion_from(args.plan_from)
+        except ValueError as e:
+            ap.error(str(e))
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 32)
     return args
@@ -288,6 +292,7 @@ class Experiment:
         self.boots = []
         self.started = time.monotonic()
         self.aa_boots = None        # planned after the pilot
+        self.comparisons = None     # what the plan predicts, after the pilot
         self.loop_insns = model.LOOP_INSNS
 
     def doc(self):
@@ -298,6 +303,9 @@ class Experiment:
                             "window": primary_window(a), "jobs": a.jobs,
                             "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
                             "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
+                            "plan_dispersion": dict(zip(("phi", "df", "source"),
+                                                        a.dispersion)),
+                            "plan_comparisons": self.comparisons,
                             "loop_instructions": self.loop_insns,
                             "boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
@@ -319,18 +327,44 @@ class Experiment:
     def counts(self, name):
         return experiment.counts(self.doc(), name)
 
-    def plan_aa(self):
-        """Fix the A/A plan once the pilot has run: from the failures a
-        pilot boot made, pooled over both flavours (blind to their ratio),
-        at the dispersion of independent boots (one boot a flavour shows
-        no spread of its own)."""
-        pilot = [c for c in self.conds if c["kind"] == "pilot"]
-        if self.aa_boots is not None or not pilot or not all(self.of(c["name"]) for c in pilot):
+    def plan_from_pilot(self):
+        """Fix the plan once the pilot has run (analysis/planning.py): the
+        A/A boots from the failures a pilot boot made, pooled over the
+        flavours (blind to their ratio); every comparison's failures a
+        boot, as the model predicts them from the pilot, and its power."""
+        pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
+        if self.comparisons is not None or not pilot_conds or \
+                not all(self.of(c["name"]) for c in pilot_conds):
             return
-        first = [self.of(c["name"])[0]["failures_total"] for c in pilot]
-        self.aa_boots = min(self.args.max_aa_boots,
-                            aa_boots(sum(first) / len(first), self.args.margin,
-                                     self.args.power))
+        a = self.args
+        phi = a.dispersion[0]
+        pilot = [b for c in pilot_conds for b in self.of(c["name"])]
+        measured = sum(b["failures_total"] for b in pilot) / len(pilot)
+        by_kind = {(c["kind"], c["window"]): c for c in self.conds
+                   if c["flavour"] == a.flavours[0]}
+
+        def predict(kind, window):
+            return planning.predicted_per_boot(by_kind[kind, window], pilot, a.shift,
+                                               self.loop_insns)
+
+        window, off = predict("counting", "gcc49-exact"), 0.0
+        control = predict("control", "gcc49")
+        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model"),
+                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model")]
+        if len(a.flavours) == 2:
+            self.aa_boots, _ = calibration.boots_for(measured, phi, a.margin, a.power,
+                                                     a.max_aa_boots, a.seed)
+            cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
+                          measured, measured, self.aa_boots, "equivalent",
+                          "the pilot's, measured"))
+        self.comparisons = []
+        for what, mean_a, mean_b, boots, want, source in cases:
+            # One seed for all: the A/A figure is the one its search found.
+            shares = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)
+            self.comparisons.append({
+                "what": what, "boots": boots, "per_boot": [mean_a, mean_b],
+                "ratio": mean_a / mean_b if mean_b else None, "source": source,
+                "verdict": want, "power": shares[0 if want == "differs" else 1]})
 
     def planned(self, c):
         """Boots condition c gets; None while the pilot has yet to say."""
@@ -364,15 +398,14 @@ class Experiment:
                 by.setdefault(plan[c["name"]], []).append(c["name"])
         text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
                          for n, names in sorted(by.items()))
-        if self.aa_boots is not None:
-            pilot = [self.of(c["name"])[0]["failures_total"] for c in self.conds
-                     if c["kind"] == "pilot"]
-            text += (f" (A/A: {self.args.power * 100:.0f}% power to find equivalence "
-                     f"within +-{self.args.margin * 100:.0f}% at a true ratio of 1 and "
-                     f"dispersion 1, from a pilot pair of {' and '.join(map(str, pilot))} "
-                     f"failures" + (f", capped at --max-aa-boots {self.args.max_aa_boots}"
-                                    if self.aa_boots == self.args.max_aa_boots else "")
-                     + ")")
+        if self.comparisons is not None:
+            a = self.args
+            text += (f". Predicted from a pilot boot a flavour, at dispersion "
+                     f"{planning.dispersion_text(*a.dispersion)}, margin "
+                     f"+-{a.margin * 100:.0f}%: "
+                     + "; ".join(planning.describe(c) for c in self.comparisons))
+            if self.aa_boots == a.max_aa_boots:
+                text += f" (A/A capped at --max-aa-boots {a.max_aa_boots})"
         return text
 
     def seconds(self, c):
@@ -408,7 +441,7 @@ class Experiment:
                       f"checksum failures in {b['calls']} calls, "
                       f"{b['wall_seconds']:.0f} s wall", flush=True)
         self.boots.extend(done)
-        self.plan_aa()
+        self.plan_from_pilot()
         self.save()
         if failed:
             sys.exit(1)

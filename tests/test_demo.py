@@ -1,9 +1,10 @@
 """make demo, short: guest/lab_demo.py end to end on one flavour, on the
 icount clock (its default).
 
-Counting boots of 30 s (unpatched gcc49-exact, the positive control (the
-loop of width 1) and off, four times each, as the plan printed before the
-first boot says) and one recorded gcc49-exact boot of 60 s under the flight
+A pilot boot (the loop at width 16, which plans the run and enters no
+verdict), then counting boots of 30 s (unpatched gcc49-exact, the positive
+control (the loop of width 1) and off, four times each, as the plan printed
+before the first counting boot says, with the power the model predicts) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
 fails 12 to 18 times (tests/test_icount.py), so four boots (about 60
 failures against none) decide the window; the control's W = 3 against 1
@@ -64,6 +65,7 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert names.count("unpatched-off") == 4
     assert doc["settings"]["plan"] == {"unpatched-gcc49-exact": 4, "unpatched-off": 4,
                                        "unpatched-gcc49": 4,
+                                       "unpatched-gcc49-w16-pilot": 1,
                                        "unpatched-gcc49-exact-recorded": 1}
     for b in doc["boots"]:
         status = json.loads((top / b["dir"] / "status.json").read_text())
@@ -74,19 +76,46 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     # The n-th boots of every condition share a phase seed (paired), and
     # the boots of one condition each have their own.
     seeds = {}
-    for b in doc["boots"]:
+    for b in (b for b in doc["boots"] if not b["condition"].endswith("-pilot")):
         n = int(b["dir"].rsplit("-", 1)[1])
         seeds.setdefault(n, set()).add(b["phase_seed"])
     assert all(len(s) == 1 for s in seeds.values()), seeds
     assert len({next(iter(s)) for s in seeds.values()}) == len(seeds)
-    # Round 1 holds every condition once, in the seeded order.
-    first = [b for b in doc["boots"] if b["round"] == 1]
-    assert sorted(b["condition"] for b in first) == sorted(
-        c["name"] for c in doc["conditions"])
-    assert re.search(r"^demo: round 1: 4 boots", proc.stdout, re.M), proc.stdout
+    # Round 1 is the pilot; round 2 holds every other condition once.
+    assert [b["condition"] for b in doc["boots"] if b["round"] == 1] == \
+        ["unpatched-gcc49-w16-pilot"]
+    second = [b for b in doc["boots"] if b["round"] == 2]
+    assert sorted(b["condition"] for b in second) == sorted(
+        c["name"] for c in doc["conditions"] if c["kind"] != "pilot")
+    assert re.search(r"^demo: round 1 \(the pilot\): 1 boots", proc.stdout, re.M)
+    assert re.search(r"^demo: round 2: 4 boots", proc.stdout, re.M), proc.stdout
     assert proc.stdout.index("demo: the plan, fixed before the first counting boot: "
                              "1 boot: unpatched-gcc49-exact-recorded; 4 boots: ") \
-        < proc.stdout.index("demo: round 1")
+        < proc.stdout.index("demo: round 2")
+
+
+def test_the_plan_predicts_each_comparison_and_its_power(demo):
+    """From the pilot's calls and interrupts the model predicts failures a
+    boot of every condition; the plan says with what power the planned
+    boots reach each verdict, and the control's predicted failures are
+    what its boots then make (99.9% interval, the prediction's own error
+    aside)."""
+    proc, doc = demo[0], demo[3]
+    plan = {c["what"]: c for c in doc["settings"]["plan_comparisons"]}
+    assert set(plan) == {"gcc49-exact/off", "width 1/gcc49-exact"}
+    control = plan["width 1/gcc49-exact"]
+    assert control["boots"] == 4 and control["verdict"] == "differs"
+    assert 2.7 < control["ratio"] < 3.3 and control["power"] > 0.9
+    assert doc["settings"]["plan_dispersion"]["source"] is None
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("demo: the plan"))
+    assert re.search(r"width 1/gcc49-exact: 4 boots a condition, [\d.]+ against [\d.]+ "
+                     r"failures a boot \(the model, ratio 3(\.\d+)?\), [\d.]+% power to "
+                     r"find it \"differs\"", line), line
+    assert "dispersion 1, assumed" in line, line
+    boots = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
+    made = sum(b["failures_total"] for b in boots)
+    lo, hi = poisson.poisson_ci(made, 0.999)
+    assert lo <= control["per_boot"][0] * len(boots) <= hi, (made, control)
 
 
 def test_the_window_verdict_is_decided(demo):
@@ -145,9 +174,26 @@ def test_report_rebuilds_offline(demo, tmp_path):
 def test_bad_flags_are_one_line_errors(tmp_path):
     for bad in (["--flavours", "nosuch"], ["--margin", "2"], ["--widths", "0"],
                 ["--smp", "2"], ["--clock", "wall"], ["--shift", "11"], ["--jobs", "0"],
-                ["--power", "1"]):
+                ["--power", "1"], ["--plan-from", str(tmp_path / "nosuch")],
+                ["--clock", "host", "--plan-from", str(REPO)]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,
                                "--results", str(tmp_path)], capture_output=True, text=True)
         assert proc.returncode == 2, bad
         assert proc.stderr.strip().splitlines()[-1].startswith("usage:") is False
         assert "error:" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_plan_from_a_run_that_cannot_give_a_spread(tmp_path):
+    """--plan-from needs an icount run with replicated boots; a damaged or
+    host-clock record is refused in one line, before any boot."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for text, why in (("{", "not an experiment record"),
+                      ('{"settings": {"clock": "host"}, "conditions": [], "boots": []}',
+                       "not an icount run")):
+        (run / "experiment.json").write_text(text)
+        proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), "--plan-from", str(run),
+                               "--results", str(tmp_path / "results")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and why in proc.stderr.splitlines()[-1], proc.stderr
+        assert not (tmp_path / "results").exists()

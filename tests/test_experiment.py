@@ -10,6 +10,7 @@ from kernels import PY, REPO
 
 sys.path.insert(0, str(REPO / "analysis"))
 import experiment  # noqa: E402
+import planning  # noqa: E402
 
 M = 1_000_000
 
@@ -270,6 +271,24 @@ def test_the_plan_line_says_whether_the_plan_ran_whole():
         "the budget cut it short: unpatched-off 1 of 2, patched-gcc49 1 of 2, "
         "patched-off 1 of 2")
     assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
+
+
+def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
+    """--plan-from: the dispersion a previous icount run's replicated boots
+    show, named; under Poisson it plans at 1 and says so."""
+    wide = doc(balanced([10, 40, 100, 25], [11, 80, 30, 24]), CONDS, clock="icount")
+    run = tmp_path / "20261205-101010"
+    run.mkdir()
+    (run / "experiment.json").write_text(json.dumps(wide))
+    phi, df, source = experiment.dispersion_from(run)
+    assert phi == pytest.approx(experiment.spread(wide).phi) and phi > 5 and df == 3
+    assert planning.dispersion_text(phi, df, source) == \
+        f"{phi:.2f} (the spread of run 20261205-101010, on 3 df)"
+    assert planning.dispersion_text(0.8, 3, source).startswith("1, at least Poisson")
+    one = doc(balanced([10], [11]), CONDS, clock="icount")
+    (run / "experiment.json").write_text(json.dumps(one))
+    with pytest.raises(ValueError, match="no condition has two boots"):
+        experiment.dispersion_from(run)
 
 
 def test_blocks_are_phase_seeds_when_boots_are_paired():
