@@ -12,10 +12,6 @@ WIDTHS         ?= 1,2,4,8,16
 # guest does.
 RATES          ?= 0,1000,2000,4000
 DOSE_BUDGET    ?= 35
-# Tests that need no kernel: run first, and alone by make test-host.
-HOST_TESTS := tests/test_verdict.py tests/test_experiment.py tests/test_logformat.py \
-	tests/test_analysis.py tests/test_flight.py tests/test_fuzz.py tests/test_testdisk.py \
-	tests/test_loadgen.py tests/test_model.py tests/test_calibration.py
 
 DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
@@ -61,11 +57,13 @@ initramfs: deps
 rootfs: deps kernels
 	$(PY) guest/rootfs.py --print-path
 
+# Tests that need no kernel (not marked guest) run first, and alone by
+# make test-host.
 test-host: deps
-	bash tests/run $(HOST_TESTS)
+	bash tests/run -m "not guest"
 
 test: test-host kernels
-	bash tests/run $(addprefix --ignore=,$(HOST_TESTS))
+	bash tests/run -m guest
 
 demo: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)

@@ -376,6 +376,13 @@ class Experiment:
             return self.aa_boots
         return self.args.boots
 
+    def fixed(self):
+        """Whether the plan is whole: every condition's boots known, and
+        the pilot's predictions made where there is a pilot."""
+        pilot = any(c["kind"] == "pilot" for c in self.conds)
+        return all(self.planned(c) is not None for c in self.conds) and \
+            (self.comparisons is not None or not pilot)
+
     def plan(self):
         """{condition: boots} as fixed so far."""
         return {c["name"]: self.planned(c) for c in self.conds}
@@ -553,7 +560,7 @@ def run(args):
     rnd = counted = 0
     planned = False
     while True:
-        if not planned and all(exp.planned(c) is not None for c in exp.conds):
+        if not planned and exp.fixed():
             planned = True
             exp.save()
             print(f"demo: the plan, fixed before the first counting boot: "

@@ -2,3 +2,10 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "guest: boots a QEMU guest or needs the lab's kernels, loader or "
+        "root filesystem (make test runs these after make kernels; make test-host "
+        "runs the rest)")

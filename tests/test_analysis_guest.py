@@ -24,6 +24,8 @@ import heatmap  # noqa: E402
 sys.path.insert(0, str(REPO / "guest"))
 import kmsg  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 ANALYZE = REPO / "analysis" / "chkwin-analyze"
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
 

@@ -3,7 +3,11 @@
 import os
 import pathlib
 
+import pytest
+
 from kernels import PY, REPO, kernel_dir, run_together
+
+pytestmark = pytest.mark.guest
 
 
 def test_two_initramfs_builds_at_once_build_each_entry_once(tmp_path):

@@ -37,6 +37,8 @@ import experiment  # noqa: E402
 import kmsg  # noqa: E402
 import poisson  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--boots", "4",
         "--record-seconds", "60", "--no-controls", "--seed", "11", "--jobs", "2"]
 

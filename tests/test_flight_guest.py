@@ -34,6 +34,8 @@ import correlate  # noqa: E402
 import flight  # noqa: E402
 import fsgeom  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
 HISTORY = 256
 

@@ -11,6 +11,8 @@ import pytest
 from guest import boot
 from kernels import PY, REPO, kernel_dir
 
+pytestmark = pytest.mark.guest
+
 FLAVOURS = ("unpatched", "patched")
 WINDOW_SYMBOLS = ["ext4_chksum_gcc49_exact_window", "ext4_chksum_gcc49_window_end",
                   "ext4_chksum_gcc49_window_start"]

@@ -24,6 +24,8 @@ from kernels import PY, REPO
 sys.path.insert(0, str(REPO / "analysis"))
 import model  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 SHIFT = 4
 EXACT_BOOTS = 4
 DOSES = {"w2": (2, 2), "w16": (16, 1)}      # name: (loop width, boots)

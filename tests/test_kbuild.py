@@ -12,6 +12,8 @@ import pytest
 
 from kernels import REPO, kbuild, kbuild_args, kernel_dir, run_together
 
+pytestmark = pytest.mark.guest
+
 PATCHES = REPO / "kernel-patches"
 FLAVOURS = ("unpatched", "patched")
 

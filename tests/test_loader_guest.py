@@ -26,6 +26,8 @@ from kernels import REPO
 sys.path.insert(0, str(REPO / "guest"))
 import loaderbuild  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
 CLASSES = {"window", "chksum", "kernel", "user"}
 

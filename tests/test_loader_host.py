@@ -15,6 +15,8 @@ from kernels import REPO
 sys.path.insert(0, str(REPO / "guest"))
 import loaderbuild  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 EM_AARCH64, EM_BPF = 183, 247
 PT_INTERP = 3
 

@@ -16,6 +16,8 @@ import pytest
 from guest import boot
 from kernels import PY, REPO
 
+pytestmark = pytest.mark.guest
+
 DURATION = "8"
 
 

@@ -19,6 +19,8 @@ from kernels import PY, REPO, kernel_dir
 sys.path.insert(0, str(REPO / "guest"))
 from cachedir import cache_root  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 ALLOW_LAB = REPO / "analysis/stackscan/allow-lab.txt"
 
 # FACTS.md's listing of the miscompiled ext4_chksum(); the leading nop puts

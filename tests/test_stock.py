@@ -29,6 +29,8 @@ import stockkernel  # noqa: E402
 sys.path.insert(0, str(REPO / "analysis"))
 import chkwinlog  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 DURATION = "45"
 FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
                   "verify_meta": "absent",

@@ -19,6 +19,8 @@ sys.path.insert(0, str(REPO / "guest"))
 import loaderbuild  # noqa: E402
 import stockkernel  # noqa: E402
 
+pytestmark = pytest.mark.guest
+
 SERIES = "6.12"
 
 
