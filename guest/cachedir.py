@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from progress import heartbeat
+
 
 def cache_root():
     """The cache directory, created on first use."""
@@ -102,7 +104,8 @@ def locked(path, what):
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             log(what, f"waiting for another build to finish ({path})")
-            fcntl.flock(f, fcntl.LOCK_EX)
+            with heartbeat(what, lambda: f"still waiting for the other build ({path})"):
+                fcntl.flock(f, fcntl.LOCK_EX)
         yield
 
 

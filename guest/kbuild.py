@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from cachedir import Key, cache_root, cached, die, locked, run_or_die  # noqa: E402
+from progress import heartbeat, run_logged  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SOURCE_PACKAGE = "linux-source-6.1"
@@ -33,6 +34,8 @@ TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
 CROSS = "aarch64-linux-gnu-"
 MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")
+# Kbuild's quiet lines for a compiled or assembled object.
+OBJECT_LINE = re.compile(r"^\s+(?:CC|AS)\s+(?:\[M\]\s+)?(\S+)$", re.M)
 
 
 def log(msg):
@@ -87,8 +90,9 @@ def extract(dest, version):
     """Unpack the source tarball so that dest is the top of a kernel tree."""
     log(f"extracting {TARBALL.name} {version} into {dest}")
     tmp = pathlib.Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + "."))
-    proc = subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(tmp)],
-                          capture_output=True, text=True)
+    with heartbeat("kbuild", lambda: f"still extracting {TARBALL.name}"):
+        proc = subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(tmp)],
+                              capture_output=True, text=True)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         die(f"cannot extract {TARBALL}: {proc.stderr.strip()}")
@@ -163,11 +167,17 @@ def configure(tree, fragment, flavour):
                 f"(a dependency is missing); see {tree / '.config'}")
 
 
+def build_status(logfile):
+    """How far make has got: objects compiled so far and the last one."""
+    built = OBJECT_LINE.findall(pathlib.Path(logfile).read_text(errors="replace"))
+    return f"{len(built)} objects compiled so far, last {built[-1]}" if built \
+        else "configured, compiling"
+
+
 def make(tree, jobs):
     logfile = tree / "chkwin-build.log"
-    with open(logfile, "w") as out:
-        proc = subprocess.run(["make", f"-j{jobs}", *MAKE_VARS, "Image"],
-                              cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+    proc = run_logged(["make", f"-j{jobs}", *MAKE_VARS, "Image"], logfile, "kbuild",
+                      build_status, cwd=tree)
     if proc.returncode != 0:
         errors = [ln for ln in logfile.read_text(errors="replace").splitlines()
                   if "error" in ln.lower()]

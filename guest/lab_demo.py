@@ -76,6 +76,7 @@ import calibration  # noqa: E402
 import experiment  # noqa: E402
 import model  # noqa: E402
 import planning  # noqa: E402
+from progress import heartbeat  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
@@ -434,8 +435,13 @@ class Experiment:
         order; a round's records are saved in that order once it ends."""
         numbered = [(slot, c, len(self.of(c["name"])) + 1)
                     for slot, c in enumerate(due, 1)]
-        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
-            futures = [pool.submit(self.boot, c, n, rnd, slot) for slot, c, n in numbered]
+        futures = []
+
+        def status():
+            return f"round {rnd}: {sum(f.done() for f in futures)} of {len(due)} boots done"
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool, \
+                heartbeat("demo", status, stream=sys.stdout):
+            futures += [pool.submit(self.boot, c, n, rnd, slot) for slot, c, n in numbered]
             done, failed = [], False
             for f in futures:
                 try:

@@ -30,6 +30,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from cachedir import Key, cache_root, cached, die, run_or_die  # noqa: E402
+from progress import heartbeat, last_line, run_logged  # noqa: E402
 
 GUEST = pathlib.Path(__file__).resolve().parent
 SUITE = "bookworm"
@@ -45,7 +46,7 @@ STAGE_TWO_TIMEOUT = 3600
 
 
 def log(msg):
-    print(f"rootfs: {msg}", file=sys.stderr)
+    print(f"rootfs: {msg}", file=sys.stderr, flush=True)
 
 
 def debootstrap_version():
@@ -82,8 +83,7 @@ def stage_one(tree, logfile):
     cmd = ["debootstrap", "--arch=arm64", "--foreign", f"--variant={VARIANT}",
            "--include=" + ",".join(PACKAGES), SUITE, str(tree), mirror()]
     log(f"stage one: {' '.join(cmd)}")
-    with open(logfile, "w") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+    proc = run_logged(cmd, logfile, "rootfs", last_line)
     if proc.returncode != 0:
         lines = pathlib.Path(logfile).read_text(errors="replace").strip().splitlines()
         die(f"debootstrap --foreign failed (exit {proc.returncode}): "
@@ -113,9 +113,10 @@ def stage_two(image, out):
            "--append", f"chkwin.epoch={int(time.time())}",
            "--timeout", str(STAGE_TWO_TIMEOUT), "--out", str(out)]
     log("stage two: debootstrap --second-stage in the guest")
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
     console = out / "console.log"
+    with heartbeat("rootfs", lambda: last_line(console)):
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
     text = console.read_text(errors="replace") if console.exists() else ""
     # The build's scratch directory goes; the console stays for a look.
     kept = cache_root() / "rootfs" / "second-stage-console.log"

@@ -1,0 +1,40 @@
+"""Progress lines: a step that takes minutes says how far it is at least
+every progress.PERIOD seconds (here shortened), and a kernel build says
+how many objects it has compiled."""
+
+import sys
+
+from kernels import REPO
+
+sys.path.insert(0, str(REPO / "guest"))
+import kbuild  # noqa: E402
+import progress  # noqa: E402
+
+
+def test_a_long_step_prints_a_line_every_period(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(progress, "PERIOD", 0.2)
+    log = tmp_path / "step.log"
+    proc = progress.run_logged(["sh", "-c", "echo first; sleep 1.1; echo second"], log,
+                               "step", progress.last_line)
+    assert proc.returncode == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) >= 3, lines
+    assert all(ln.startswith("step: still running") and ln.endswith(" min)") for ln in lines)
+    assert "last: first" in lines[0]
+    assert log.read_text() == "first\nsecond\n"
+
+
+def test_the_heartbeat_stops_with_its_step(capsys):
+    with progress.heartbeat("quick", lambda: "never", period=60):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_kernel_build_status_counts_objects(tmp_path):
+    log = tmp_path / "build.log"
+    log.write_text("  SYNC    include/config/auto.conf\n  CC      init/main.o\n"
+                   "  AS      arch/arm64/kernel/entry.o\n  CC [M]  fs/ext4/inode.o\n"
+                   "  LD      vmlinux.o\n")
+    assert kbuild.build_status(log) == "3 objects compiled so far, last fs/ext4/inode.o"
+    log.write_text("  SYNC    include/config/auto.conf\n")
+    assert kbuild.build_status(log) == "configured, compiling"
