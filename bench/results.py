@@ -6,7 +6,8 @@ A benchmark that fails stops the run with its one-line error, and the
 previous RESULTS.md stays as it was (the file is replaced only whole).
 Without --out, the result goes to stdout.  --only with --out updates just
 those sections of the file (each marked with the commit it was measured
-at) and keeps the others.
+at) and keeps the others.  Sections titled "## By hand:" (figures timed
+by hand, with their command and commit) are kept by a full run too.
 """
 
 import argparse
@@ -38,6 +39,9 @@ BENCHES = {
     "clock": ["bench/clock_bench.py"],
     "calibration": ["bench/calibration_bench.py"],
 }
+
+
+BY_HAND = "## By hand:"
 
 
 def git(*args):
@@ -80,14 +84,15 @@ def main():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             sys.exit(f"bench: error: {name} failed (nothing written): {last}")
         sections.append(proc.stdout.rstrip("\n"))
-    if args.only and args.out and args.out.exists():
-        text = update(args.out.read_text(), sections, commit)
+    old = args.out.read_text() if args.out and args.out.exists() else ""
+    if args.only and old:
+        text = update(old, sections, commit)
     else:
         text = "\n\n".join([
             "# chkwin benchmark results",
             f"Commit {commit}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
             " UTC, written by `make bench` (bench/results.py).",
-            f"Machine: {machine()}.", *sections]) + "\n"
+            f"Machine: {machine()}.", *sections, *by_hand(old)]) + "\n"
     if not args.out:
         sys.stdout.write(text)
         return
@@ -96,6 +101,13 @@ def main():
         f.write(text)
     os.replace(tmpname, args.out)
     print(f"bench: wrote {args.out}", file=sys.stderr)
+
+
+def by_hand(old):
+    """The sections of old that no benchmark writes (titled "## By hand:
+    ...": figures timed by hand, each with its command and commit)."""
+    return [p.rstrip("\n") for p in re.split(r"(?m)^(?=## )", old)
+            if p.startswith(BY_HAND)]
 
 
 def update(old, sections, commit):
