@@ -1,4 +1,5 @@
-# chkwin: the lab's entry points.  Logic lives in guest/*.py; this is glue.
+# chkwin: the lab's entry points.  Logic lives in the Python packages
+# (guest/host/, analysis/, bench/); this is glue.
 PY        := /usr/bin/python3
 FLAVOURS  := unpatched patched
 # make demo: guest/lab_demo.py --help says what each setting does and its
@@ -76,7 +77,7 @@ dose: deps kernels
 		--budget $(DOSE_BUDGET)
 
 bench: deps kernels
-	$(PY) bench/results.py --out bench/RESULTS.md
+	$(PY) -m bench.results --out bench/RESULTS.md
 
 # Builds stackscan (cached) and prints its path.
 stackscan: deps

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import verdict
+from analysis import verdict
 
 # The grid both the test and the bench run: under-dispersed, Poisson and
 # overdispersed boots; no difference, a difference of exactly the margin,

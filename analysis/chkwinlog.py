@@ -304,6 +304,37 @@ class Log:
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()
                 if k.startswith("irq.")}
 
+    def first_ns(self):
+        """Time zero for plots and slices: started_ns, else the earliest record."""
+        start = self.header.get("started_ns")
+        if start:
+            return int(start)
+        return int(self.heads()["ts"].min()) if len(self) else 0
+
+    def duration_s(self):
+        """Seconds recorded: started_ns to ended_ns, or to the last record of
+        a truncated log."""
+        start = int(self.header.get("started_ns", "0") or 0)
+        if self.trailer and self.trailer.get("ended_ns"):
+            end = int(self.trailer["ended_ns"])
+        elif len(self):
+            end = int(self.heads()["ts"].max())
+        else:
+            end = start
+        return max(0.0, (end - start) / 1e9)
+
+    def counter(self, name):
+        """The trailer's count.NAME, or None when the log has no trailer (a
+        cut log).  A trailer without it is an error, not a zero: a counter
+        renamed on the C side must not read as nothing counted."""
+        if self.trailer is None:
+            return None
+        value = self.trailer.get(f"count.{name}")
+        if value is None:
+            raise LogError(self.end_offset, f"the trailer has no count.{name} "
+                           f"(a log of another chkwin version?)")
+        return int(value)
+
 
 def record_types(version):
     """How many record types a log of this version can hold: version 3

@@ -14,9 +14,8 @@ boots that no log shows, such as a whole boot's phase, is not in it.
 
 import numpy as np
 
-import summary
-import verdict as verdicts
-from poisson import poisson_ci
+from analysis import verdict as verdicts
+from analysis.poisson import poisson_ci
 
 PER = 1e6
 SLICES = 10
@@ -32,7 +31,7 @@ def calls_of(log):
 
 def slices(log, corr, calls):
     """[(failures, calls)] of the log's SLICES equal spans of time."""
-    start, seconds = summary.first_ts(log), summary.duration_s(log)
+    start, seconds = log.first_ns(), log.duration_s()
     if seconds <= 0:
         return [(len(corr.failures), calls)]
     at = [min(SLICES - 1, max(0, int((f["ts"] - start) / 1e9 / seconds * SLICES)))
@@ -57,8 +56,8 @@ def row(path, log, corr):
         "attributed": None,
         "latency_ms": lat.tolist(), "slices": slices(log, corr, calls),
     }
-    if log.window_known():
-        w = corr.window_totals()[0]
+    w = corr.window_totals()[0] if log.window_known() else None
+    if w is not None:
         wlo, whi = poisson_ci(w)
         out.update(window_hits=w, window_per_million=w * scale,
                    window_ci=(wlo * scale, whi * scale),

@@ -20,9 +20,9 @@ is sorted by ts.
 
 import numpy as np
 
-import chkwinlog
-import flight
-from chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
+from analysis import chkwinlog
+from analysis import flight
+from analysis.chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
 WINDOW_CLASS = chkwinlog.CLASSES.index("window")
 EFSBADCRC = -74
@@ -300,11 +300,12 @@ class Correlation:
     def window_totals(self):
         """(calls with a window arrival, window arrivals) of the whole run.
         A flight log (record=failures) has only its snapshots' records, so
-        these come from its trailer's counters (0 without a trailer)."""
+        these come from its trailer's counters (None without a trailer)."""
         if self.log.header.get("record") == "failures":
-            t = self.log.trailer or {}
-            return (int(t.get("count.chksum_window", 0)),
-                    int(t.get("count.irq.window", 0)) + int(t.get("count.sample.window", 0)))
+            if self.log.trailer is None:
+                return None, None
+            return (self.log.counter("chksum_window"),
+                    self.log.counter("irq.window") + self.log.counter("sample.window"))
         return int(len(self.window_calls)), int(np.count_nonzero(self.arrivals.window))
 
     def attributed(self):

@@ -24,11 +24,11 @@ import pathlib
 
 import numpy as np
 
-import correlate
-import model
-import planning
-import verdict
-from poisson import binom_ci, poisson_ci, t_quantile
+from analysis import correlate
+from analysis import model
+from analysis import planning
+from analysis import verdict
+from analysis.poisson import binom_ci, poisson_ci, t_quantile
 
 PER = 1e6
 GCC49_FUNC = 1      # enum chkwin_func: CHKWIN_FUNC_GCC49
@@ -363,6 +363,10 @@ def recorded(doc, runs):
             log, corr = runs[b["dir"]]
             calls = b["calls"]
             hit_calls, arrivals = corr.window_totals()
+            if hit_calls is None:
+                # A cut flight log: only its trailer counted every window
+                # arrival, so this boot cannot say how many there were.
+                continue
             fails = b["failures_total"]
             logged = len(corr.failures)
             timing = poisson_ci(hit_calls)

@@ -15,8 +15,8 @@ people.
 
 import numpy as np
 
-import chkwinlog
-from chkwinlog import F_COMPLETE, F_MISMATCH, RINGS, TYPE_IDS
+from analysis import chkwinlog
+from analysis.chkwinlog import F_COMPLETE, F_MISMATCH, RINGS, TYPE_IDS
 
 EFSBADCRC = -74
 BLOCKS = (-1, 2)     # the ring key of the shared blocks ring

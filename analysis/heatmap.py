@@ -16,9 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
-from chkwinlog import FUNC_NONE  # noqa: E402
-from correlate import table  # noqa: E402
-from summary import duration_s, first_ts  # noqa: E402
+from analysis.chkwinlog import FUNC_NONE
+from analysis.correlate import table
 
 DPI = 100
 WIDTH_IN = 11
@@ -78,7 +77,7 @@ def _failure_marks(corr, t0):
 
 
 def _time_edges(log, t0):
-    secs = max(duration_s(log), 1e-3)
+    secs = max(log.duration_s(), 1e-3)
     return np.linspace(0, secs * 1.0001, TIME_BINS + 1)
 
 
@@ -92,7 +91,7 @@ def _draw(ax, x, y, xedges, yedges, norm):
 def offset_map(log, corr, stem):
     """Figure (1): arrivals by byte offset (x) over time (y).  Returns the
     per-(cpu, func) offset histograms summed over time."""
-    t0 = first_ts(log)
+    t0 = log.first_ns()
     funcs = _funcs(log)
     cpus = _cpus(log)
     arr = _arrivals_in_funcs(log)
@@ -153,7 +152,7 @@ def _max_cell(arr, funcs, yedges, t0):
 def position_map(log, corr, stem):
     """Figure (2): arrival position within the computation (0 = begin,
     1 = end) over time."""
-    t0 = first_ts(log)
+    t0 = log.first_ns()
     cpus = _cpus(log)
     a = corr.arrivals
     yedges = _time_edges(log, t0)
@@ -193,7 +192,7 @@ def _save(fig, stem):
 
 
 def trace_file(log, corr, path):
-    t0 = first_ts(log)
+    t0 = log.first_ns()
     a = corr.arrivals
     order = np.argsort(a.ts, kind="stable")
     data = np.column_stack([(a.ts[order] - t0) / 1e3, a.offset_ns[order]])

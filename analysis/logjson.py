@@ -5,8 +5,8 @@ as a string, pc and sp as hex strings), the trailer object, the status.
 Strings are escaped byte by byte as the C side does.  The differential
 test holds the two to it."""
 
-import chkwinlog
-from chkwinlog import CLASSES, F_METADATA, TYPES
+from analysis import chkwinlog
+from analysis.chkwinlog import CLASSES, F_METADATA, TYPES
 
 HEX = {"pc", "sp"}
 

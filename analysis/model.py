@@ -25,7 +25,7 @@ landed.  Measured: with a term W * lambda_device * tau for the loop, the
 width-16 A/A boots of a demo gave measured/predicted 0.96 (0.93-0.99) and
 0.93 (0.90-0.96) at about 3,100 failures each; without it, about 1.0.
 
-lambda is interrupts per second of task time (guest/interrupts.py): the
+lambda is interrupts per second of task time (guest/host/interrupts.py): the
 interrupts that arrived while the CPU was not idle (the periodic tick goes
 on in idle, at the same rate), over guest time less idle and less hardirq
 and softirq time.  A tick's handler runs from its own deadline on, so the
@@ -44,7 +44,7 @@ runs inode-loop.
 import math
 import pathlib
 
-from poisson import poisson_ci
+from analysis.poisson import poisson_ci
 
 # The loop body of patch 0002 (subs, b.ne) when no System.map says otherwise.
 LOOP_INSNS = 2
@@ -75,7 +75,7 @@ def fatal_boundaries(window, width, loop_insns=LOOP_INSNS):
 
 def rates(interrupts):
     """(lambda_timer, lambda_device): interrupts that arrived while the CPUs
-    were not idle, per second of task time (guest/interrupts.py counts)."""
+    were not idle, per second of task time (guest/host/interrupts.py counts)."""
     busy = 1 - interrupts["idle_seconds"] / (interrupts["seconds"] * interrupts["cpus"])
     return (busy * interrupts["timer"] / interrupts["task_seconds"],
             busy * interrupts["device"] / interrupts["task_seconds"])

@@ -18,7 +18,7 @@ fewest that reach the wanted power (calibration.boots_for).
 
 import math
 
-import model
+from analysis import model
 
 def dispersion_text(phi, df, source):
     """The dispersion a plan is made at, and where it comes from."""

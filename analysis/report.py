@@ -9,10 +9,10 @@ import html
 import pathlib
 import re
 
-import compare
-import experiment
-import heatmap
-import summary
+from analysis import compare
+from analysis import experiment
+from analysis import heatmap
+from analysis import summary
 
 STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
          "padding:0 8px}table{border-collapse:collapse;display:block;"

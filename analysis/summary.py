@@ -1,20 +1,7 @@
 """One log at a glance: kernel, flavour, how each probe attached, how long
 it ran, what it recorded and lost, and whether the log is whole."""
 
-import chkwinlog
-
-
-def duration_s(log):
-    """Seconds recorded: started_ns to ended_ns, or to the last record of
-    a truncated log."""
-    start = int(log.header.get("started_ns", "0") or 0)
-    if log.trailer and log.trailer.get("ended_ns"):
-        end = int(log.trailer["ended_ns"])
-    elif len(log):
-        end = int(log.heads()["ts"].max())
-    else:
-        end = start
-    return max(0.0, (end - start) / 1e9)
+from analysis import chkwinlog
 
 
 UNKNOWN = "unknown (no window symbols in this kernel)"
@@ -29,14 +16,14 @@ def summarize(log, path, corr=None):
     h = log.header
     known = log.window_known()
     counts = {kind: len(log.of(kind)) for kind in chkwinlog.TYPES.values()}
-    secs = duration_s(log)
+    secs = log.duration_s()
     # A flight log's records are its snapshots': classes come from the
     # counters, which saw every arrival.
     flight = h.get("record") == "failures" and log.trailer is not None
     irq_classes = {}
     for kind in ("irq", "sample"):
         cls = log.of(kind)["class"]
-        irq_classes[kind] = {name: int(log.trailer.get(f"count.{kind}.{name}", 0)) if flight
+        irq_classes[kind] = {name: log.counter(f"{kind}.{name}") if flight
                              else int((cls == n).sum())
                              for n, name in enumerate(chkwinlog.CLASSES)}
         if not known:
@@ -91,12 +78,3 @@ def text(s):
                      f"after a window interrupt: {_known(s['failures_attributed'])}; "
                      f"calls with a window arrival: {_known(s['window_hit_calls'])}")
     return "\n".join(lines) + "\n"
-
-
-def first_ts(log):
-    """Time zero for plots: started_ns, else the earliest record."""
-    start = log.header.get("started_ns")
-    if start:
-        return int(start)
-    return int(log.heads()["ts"].min()) if len(log) else 0
-

@@ -20,9 +20,10 @@ import zlib
 
 import numpy as np
 
-from chkwinlog import (CHUNK_HEAD, DTYPES, F_COMPLETE, F_HANDLED, F_IN_CHKSUM,
-                       F_METADATA, F_MISMATCH, F_WINDOW_HIT, FILE_HEAD, FILE_HEAD_V1,
-                       MAGIC, PROBES, REC_SIZE, TYPE_IDS, TYPES, VERSION)
+from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDLED,
+                               F_IN_CHKSUM, F_METADATA, F_MISMATCH, F_WINDOW_HIT,
+                               FILE_HEAD, FILE_HEAD_V1, MAGIC, PROBES, REC_SIZE, TYPE_IDS,
+                               TYPES, VERSION)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
@@ -96,13 +97,22 @@ def write(path, head, records, trailer=None, chunk=4096, version=VERSION):
 
 
 def trailer_for(records, ended_ns):
+    """The trailer the loader would write after these records, counters
+    as the BPF side counts them: checksum calls, those with a window
+    arrival, interrupt and sampler arrivals by class."""
     types = records[:, 0]
     t = {"ended_ns": ended_ns, "ending": "signal"}
     for num, name in TYPES.items():
         t[f"records.{name}"] = int((types == num).sum())
     for name in PROBES:
         t[f"lost.{name}"] = 0
-    t["count.chksum"] = t["records.chksum"]
+    calls = records[types == TYPE_IDS["chksum"]].view(DTYPES["chksum"]).reshape(-1)
+    t["count.chksum"] = len(calls)
+    t["count.chksum_window"] = int(np.count_nonzero(calls["flags"] & F_WINDOW_HIT))
+    for kind in ("irq", "sample"):
+        rows = records[types == TYPE_IDS[kind]].view(DTYPES[kind]).reshape(-1)
+        for n, name in enumerate(CLASSES):
+            t[f"count.{kind}.{name}"] = int(np.count_nonzero(rows["class"] == n))
     return t
 
 

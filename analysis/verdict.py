@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
+from analysis.poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
 Z95 = normal_quantile(0.975)
 # Identical boots give chi-square 0; this floor keeps their interval from

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 # Measured from synthlog.generate: 6 calls, verify, iget, ~3.5 interrupts,
@@ -24,18 +24,16 @@ RECORDS_PER_IGET = 11.6
 GOAL_S, GOAL_MIB = 30, 1024
 
 GENERATE = """
-import sys, time
-sys.path.insert(0, {analysis!r})
-import synthlog
+import time
+from analysis import synthlog
 t = time.monotonic()
 synthlog.generate(igets={igets}, k={k}, m={m}, seed=5).write({path!r})
 print(time.monotonic() - t)
 """
 
 CHILD = """
-import resource, sys, time
-sys.path.insert(0, {analysis!r})
-import chkwinlog, correlate, fsgeom, synthlog
+import resource, time
+from analysis import chkwinlog, correlate, fsgeom, synthlog
 t = time.monotonic()
 log = chkwinlog.read({path!r})
 read = time.monotonic() - t
@@ -48,7 +46,8 @@ print(len(log), read, total, len(c.failures), c.attributed(), len(c.arrivals),
 
 
 def child(code):
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO)
     if proc.returncode != 0:
         sys.exit(f"analysis_bench: error: {proc.stderr.strip().splitlines()[-1:]}")
     return proc.stdout

@@ -6,13 +6,11 @@ the demo's A/A design simulated from negative binomial boots
 
 import argparse
 import pathlib
-import sys
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "analysis"))
-import calibration  # noqa: E402
+from analysis import calibration
 
 
 def main():

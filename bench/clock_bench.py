@@ -28,17 +28,15 @@ import sys
 import tempfile
 import time
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-sys.path.insert(0, str(REPO / "analysis"))
-sys.path.insert(0, str(REPO / "guest"))
-import calibration  # noqa: E402
-import lab_demo  # noqa: E402
-from hostload import busy_cores  # noqa: E402
-import model  # noqa: E402
-import verdict  # noqa: E402
+from analysis import calibration
+from guest.host import lab_demo
+from guest.host.hostload import busy_cores
+from analysis import model
+from analysis import verdict
 
 
 def boot(out, flavour, window, width, clock, shift=4, seed=None, seconds=30):

@@ -14,12 +14,11 @@ import sys
 import tempfile
 import time
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-sys.path.insert(0, str(REPO / "analysis"))
-import experiment  # noqa: E402
+from analysis import experiment
 
 
 def main():

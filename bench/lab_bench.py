@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"

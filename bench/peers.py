@@ -22,9 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-from loader_bench import boot, parse_pieces, slowdown, spread, untraced_row
-from section import print_section
-from stackscan_bench import output_of
+from bench.loader_bench import boot, parse_pieces, slowdown, spread, untraced_row
+from bench.section import print_section
+from bench.stackscan_bench import output_of
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"

@@ -23,21 +23,21 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
 BENCHES = {
-    "lab": ["bench/lab_bench.py"],
-    "loader": ["bench/loader_bench.py"],
-    "ttff": ["bench/ttff_bench.py"],
-    "analysis": ["bench/analysis_bench.py"],
-    "stock": ["bench/loader_bench.py", "--flavour", "stock", "--modes", "fallback",
+    "lab": ["bench.lab_bench"],
+    "loader": ["bench.loader_bench"],
+    "ttff": ["bench.ttff_bench"],
+    "analysis": ["bench.analysis_bench"],
+    "stock": ["bench.loader_bench", "--flavour", "stock", "--modes", "fallback",
               "--rates", "", "--seconds", "10"],
     # Debian's 6.12: the plan chkwin makes by itself (fexit, __irq_regs,
     # chksum_update by address) beside the 6.1-style fallback.
-    "stock612": ["bench/loader_bench.py", "--flavour", "stock", "--stock-package", "6.12",
+    "stock612": ["bench.loader_bench", "--flavour", "stock", "--stock-package", "6.12",
                  "--modes", "chkwin,fallback", "--rates", "", "--seconds", "10"],
-    "stackscan": ["bench/stackscan_bench.py"],
-    "peers": ["bench/peers.py"],
-    "dose": ["bench/dose_bench.py"],
-    "clock": ["bench/clock_bench.py"],
-    "calibration": ["bench/calibration_bench.py"],
+    "stackscan": ["bench.stackscan_bench"],
+    "peers": ["bench.peers"],
+    "dose": ["bench.dose_bench"],
+    "clock": ["bench.clock_bench"],
+    "calibration": ["bench.calibration_bench"],
 }
 
 
@@ -77,9 +77,8 @@ def main():
     for name, cmd in BENCHES.items():
         if args.only and name not in args.only:
             continue
-        print(f"bench: {name}: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        proc = subprocess.run([PY, str(REPO / cmd[0]), *cmd[1:]], capture_output=True,
-                              text=True, cwd=REPO)
+        print(f"bench: {name}: python3 -m {' '.join(cmd)}", file=sys.stderr, flush=True)
+        proc = subprocess.run([PY, "-m", *cmd], capture_output=True, text=True, cwd=REPO)
         if proc.returncode != 0 or not proc.stdout.startswith("## "):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             sys.exit(f"bench: error: {name} failed (nothing written): {last}")

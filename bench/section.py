@@ -5,8 +5,9 @@ import sys
 
 
 def command():
-    """The benchmark's own command line, as a reader would retype it."""
-    return shlex.join(["bench/" + sys.argv[0].rsplit("/", 1)[-1]] + sys.argv[1:])
+    """The benchmark's own command line, as a reader would retype it (from
+    the repository's top: benchmarks run as modules of bench)."""
+    return shlex.join(["python3", "-m", sys.modules["__main__"].__spec__.name] + sys.argv[1:])
 
 
 def print_section(title, intro, rows):

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from section import print_section
+from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"

@@ -22,7 +22,7 @@
 #define IRQ_NONE_RET	0
 #define MAX_ERRNO	4095
 #define EBADMSG		74	/* ext4: EFSBADCRC */
-#define STACK_DEPTH	32	/* FACTS.md: 16 frames miss the fasteoi path */
+#define STACK_DEPTH	32	/* 16 frames missed the pc on the fasteoi irq path */
 #define NR_SOFTIRQS_MAX	16
 #define CALLER_FRAMES	8	/* chksum_update's caller is within a few frames */
 #define CALLER_STEPS	11	/* binary search steps: log2(CHKWIN_CALLER_RANGES) + 1 */

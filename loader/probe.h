@@ -50,13 +50,13 @@ struct chkwin_plan {
 	char error[200];	/* why the plan cannot be carried out */
 };
 
+/* Log header key of each window (docs/log-format.md). */
+extern const char *const chkwin_window_keys[CHKWIN_WINDOWS];
+
 /*
  * Decide every probe from kallsyms, kernel BTF (vmlinux and the ext4 module)
  * and, for fexit, a real attach attempt.  Returns 0, or -1 with plan->error.
  */
-/* Log header key of each window (docs/log-format.md). */
-extern const char *const chkwin_window_keys[CHKWIN_WINDOWS];
-
 int chkwin_plan_make(const struct chkwin_opts *opts, struct chkwin_plan *plan);
 void chkwin_plan_free(struct chkwin_plan *plan);
 

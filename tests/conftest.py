@@ -1,7 +1,4 @@
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+"""Markers of the test suite."""
 
 
 def pytest_configure(config):

@@ -33,20 +33,18 @@ import resource
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import traceback
 import zlib
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
-import correlate  # noqa: E402
-import flight  # noqa: E402
-import logjson  # noqa: E402
-import summary  # noqa: E402
-import synthlog  # noqa: E402
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import flight
+from analysis import logjson
+from analysis import summary
+from analysis import synthlog
 
 PY = "/usr/bin/python3"
 KINDS = ("cut", "flip", "bytes", "header", "trailer", "chunks", "retype", "length")

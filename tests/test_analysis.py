@@ -5,21 +5,19 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from kernels import PY, REPO
+from tests.kernels import PY, REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
-import compare  # noqa: E402
-import correlate  # noqa: E402
-import fsgeom  # noqa: E402
-import heatmap  # noqa: E402
-import poisson  # noqa: E402
-import synthlog  # noqa: E402
+from analysis import chkwinlog
+from analysis import compare
+from analysis import correlate
+from analysis import fsgeom
+from analysis import heatmap
+from analysis import poisson
+from analysis import synthlog
 
 ANALYZE = REPO / "analysis" / "chkwin-analyze"
 K, M = 5, 3

@@ -8,21 +8,18 @@ offset heat map must have arrivals in the window column.
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
-from guest import recorded_gcc49
-from kernels import PY, REPO
+from tests.boots import recorded_gcc49
+from tests.kernels import PY, REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
-import correlate  # noqa: E402
-import fsgeom  # noqa: E402
-import heatmap  # noqa: E402
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import fsgeom
+from analysis import heatmap
 
-sys.path.insert(0, str(REPO / "guest"))
-import kmsg  # noqa: E402
+from guest.host import kmsg
 
 pytestmark = pytest.mark.guest
 

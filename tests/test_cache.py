@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from kernels import PY, REPO, kernel_dir, run_together
+from tests.kernels import PY, REPO, kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
 

@@ -8,14 +8,11 @@ above 5% (two one-sided tests are conservative where the interval is wide
 against the margin, so below is allowed); a twofold ratio is found.
 """
 
-import sys
 
 import pytest
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import calibration  # noqa: E402
+from analysis import calibration
 
 
 @pytest.fixture(scope="module")

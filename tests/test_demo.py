@@ -25,17 +25,14 @@ measured.
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
-from kernels import PY, REPO
+from tests.kernels import PY, REPO
 
-sys.path.insert(0, str(REPO / "guest"))
-sys.path.insert(0, str(REPO / "analysis"))
-import experiment  # noqa: E402
-import kmsg  # noqa: E402
-import poisson  # noqa: E402
+from analysis import experiment
+from guest.host import kmsg
+from analysis import poisson
 
 pytestmark = pytest.mark.guest
 

@@ -2,15 +2,13 @@
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from kernels import PY, REPO
+from tests.kernels import PY, REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import experiment  # noqa: E402
-import planning  # noqa: E402
+from analysis import experiment
+from analysis import planning
 
 M = 1_000_000
 
@@ -220,10 +218,10 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     """synthlog: k failing igets with a window arrival in one of their calls
     (seed and inode alternately), m failing without one, each of those m
     beside a window arrival in the other CPU's call, which did not fail."""
-    import chkwinlog
-    import correlate
-    import fsgeom
-    import synthlog
+    from analysis import chkwinlog
+    from analysis import correlate
+    from analysis import fsgeom
+    from analysis import synthlog
     k, m = 4, 2
     s = synthlog.generate(igets=3000, k=k, m=m, seed=5)
     path = tmp_path / "rec-1" / "log.bin"

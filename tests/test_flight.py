@@ -6,19 +6,16 @@ called covered.  The guest side (tests/test_flight_guest.py) runs the
 BPF rings themselves."""
 
 import json
-import sys
 
 import pytest
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
-import correlate  # noqa: E402
-import flight  # noqa: E402
-import fsgeom  # noqa: E402
-import summary  # noqa: E402
-import synthlog  # noqa: E402
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import flight
+from analysis import fsgeom
+from analysis import summary
+from analysis import synthlog
 
 
 def answers(c):
@@ -100,3 +97,20 @@ def test_a_flight_logs_totals_come_from_its_counters(full, tmp_path):
     s = summary.summarize(flog, tmp_path / "flight.bin", cc)
     assert s["record"] == "failures" and s["window_hit_calls"] == 1234
     assert s["classes"]["irq"]["window"] == 7 and s["classes"]["irq"]["kernel"] == 99999
+
+
+def test_a_missing_counter_is_an_error_and_a_cut_flight_log_has_no_totals(full, tmp_path):
+    """Counters are read by name: one the trailer lacks (renamed on the C
+    side, or another version's log) is an error, never a silent 0; a flight
+    log cut before its trailer has no totals (None), not zero."""
+    log, geo, _ = full
+    cut = flight.cut(log, 16)
+    trailer = synthlog.trailer_for(cut.records, 3_000_000_000)
+    del trailer["count.chksum_window"]
+    synthlog.write(tmp_path / "flight.bin", cut.header, cut.records, trailer)
+    flog = chkwinlog.read(tmp_path / "flight.bin")
+    with pytest.raises(chkwinlog.LogError, match="no count.chksum_window"):
+        correlate.Correlation(flog, geo).window_totals()
+    flog.trailer = None
+    assert correlate.Correlation(flog, geo).window_totals() == (None, None)
+    assert flog.counter("irq.window") is None

@@ -18,21 +18,17 @@ would have kept (analysis/flight.py), gives the same attributions.
 """
 
 import re
-import sys
 
 import pytest
 
-from guest import boot, recorded_gcc49
-from kernels import REPO
+from tests.boots import boot, recorded_gcc49
 
-sys.path.insert(0, str(REPO / "guest"))
-from hostload import busy_cores  # noqa: E402
+from guest.host.hostload import busy_cores
 
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
-import correlate  # noqa: E402
-import flight  # noqa: E402
-import fsgeom  # noqa: E402
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import flight
+from analysis import fsgeom
 
 pytestmark = pytest.mark.guest
 

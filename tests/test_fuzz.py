@@ -6,15 +6,15 @@ record count."""
 import json
 import subprocess
 
-from kernels import PY, REPO
+from tests.kernels import PY, REPO
 
 COUNT = 2500
 
 
 def test_fuzzed_logs_never_crash_and_both_readers_agree():
-    proc = subprocess.run([PY, str(REPO / "tests/fuzzlog.py"), "--count", str(COUNT),
+    proc = subprocess.run([PY, "-m", "tests.fuzzlog", "--count", str(COUNT),
                            "--seed", "11", "--report-every", "60"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout)
     assert found["variants"] == COUNT

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from guest import boot
-from kernels import PY, REPO, kernel_dir
+from tests.boots import boot
+from tests.kernels import PY, REPO, kernel_dir
 
 pytestmark = pytest.mark.guest
 

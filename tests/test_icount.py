@@ -14,15 +14,13 @@ twenty by design): two width-2 boots give about 160 failures, +-22% at
 """
 
 import subprocess
-import sys
 
 import pytest
 
-from guest import boot_many, icount_args
-from kernels import PY, REPO
+from tests.boots import boot_many, icount_args
+from tests.kernels import PY, REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import model  # noqa: E402
+from analysis import model
 
 pytestmark = pytest.mark.guest
 

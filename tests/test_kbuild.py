@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from kernels import REPO, kbuild, kbuild_args, kernel_dir, run_together
+from tests.kernels import REPO, kbuild, kbuild_args, kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
 

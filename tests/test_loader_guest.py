@@ -15,16 +15,13 @@ import collections
 import json
 import random
 import re
-import sys
 
 import pytest
 
-from decoded import Decoded, decode, finish
-from guest import boot, icount_args, recorded_gcc49
-from kernels import REPO
+from tests.decoded import Decoded, decode, finish
+from tests.boots import boot, icount_args, recorded_gcc49
 
-sys.path.insert(0, str(REPO / "guest"))
-import loaderbuild  # noqa: E402
+from guest.host import loaderbuild
 
 pytestmark = pytest.mark.guest
 

@@ -6,14 +6,11 @@ machine's kernel (the guest tests do that).
 
 import struct
 import subprocess
-import sys
 
 import pytest
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "guest"))
-import loaderbuild  # noqa: E402
+from guest.host import loaderbuild
 
 pytestmark = pytest.mark.guest
 

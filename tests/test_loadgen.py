@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from kernels import REPO
+from tests.kernels import REPO
 
 WORKLOADS = REPO / "guest/workloads"
 

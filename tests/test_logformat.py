@@ -5,15 +5,13 @@ by field and name by name.  tests/c/layout.c prints the C side."""
 import json
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from kernels import REPO
+from tests.kernels import REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import chkwinlog  # noqa: E402
+from analysis import chkwinlog
 
 SIZES = {"u1": 1, "<u2": 2, "<u4": 4, "<i4": 4, "<u8": 8, "S14": 14}
 DOC_TYPES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "u64": 8}

@@ -2,18 +2,14 @@
 unclamped dispersion (host only)."""
 
 import random
-import sys
 
 import pytest
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-sys.path.insert(0, str(REPO / "guest"))
-import calibration  # noqa: E402
-import interrupts  # noqa: E402
-import model  # noqa: E402
-import verdict  # noqa: E402
+from analysis import calibration
+from guest.host import interrupts
+from analysis import model
+from analysis import verdict
 
 
 def normal_aa_boots(per_boot, margin):

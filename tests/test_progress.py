@@ -2,13 +2,10 @@
 every progress.PERIOD seconds (here shortened), and a kernel build says
 how many objects it has compiled."""
 
-import sys
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "guest"))
-import kbuild  # noqa: E402
-import progress  # noqa: E402
+from guest.host import kbuild
+from guest.host import progress
 
 
 def test_a_long_step_prints_a_line_every_period(tmp_path, capsys, monkeypatch):

@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from guest import boot
-from kernels import PY, REPO
+from tests.boots import boot
+from tests.kernels import PY, REPO
 
 pytestmark = pytest.mark.guest
 

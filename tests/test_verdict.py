@@ -3,14 +3,11 @@ carry it, in its own wording, and intervals that carry the dispersion's
 own uncertainty."""
 
 import math
-import sys
 
 import numpy as np
 
-from kernels import REPO
 
-sys.path.insert(0, str(REPO / "analysis"))
-import verdict  # noqa: E402
+from analysis import verdict
 
 M = 1e6
 

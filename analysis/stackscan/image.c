@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-static int fail(char *err, const char *fmt, ...)
+int fail(char *err, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -8,6 +8,10 @@
 
 #define ERRLEN 512
 
+/* Writes the one-line reason into err (ERRLEN bytes); returns -1, so that
+ * "return fail(err, ...)" reports and fails at once. */
+int fail(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 struct region {
 	char name[64];		/* section name, or "Image" */
 	uint64_t addr;		/* load address (0 in a relocatable object) */

@@ -6,7 +6,6 @@
  * every path. */
 #include "scan.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,16 +59,6 @@ struct scanner {
 	struct finding *pass;	/* findings of the current pass */
 	size_t npass, passcap;
 };
-
-static int fail(char *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, ERRLEN, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 struct scanner *scanner_new(char *err)
 {

@@ -64,7 +64,8 @@ start_chkwin() {
 }
 
 # stop_chkwin ERRFILE: SIGINT, wait, fail unless chkwin exited 0 with its
-# closing record, which is printed as "chkwin-result: {...}" for the host.
+# closing record ("chkwin: result {...}" on its stderr), kept in
+# $chkwin_result for the host.
 # Not for $(...): a subshell cannot wait for chkwin.
 stop_chkwin() {
 	kill -INT $chkwin_pid

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-from progress import heartbeat
+from guest.host.progress import heartbeat
 
 
 def cache_root():

@@ -5,7 +5,7 @@ import json
 import os
 import subprocess
 
-from kernels import PY, REPO
+from tests.kernels import PY, REPO
 
 
 class Run:

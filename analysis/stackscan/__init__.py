@@ -1,0 +1,1 @@
+"""stackscan's build (the C sources beside this file), cached."""

@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""Build stackscan (analysis/stackscan, C with capstone) into the cache.
+
+The binary goes to $CHKWIN_CACHE/stackscan/<key>/stackscan, the key
+covering this directory's sources and the compiler's and capstone's
+versions, so an unchanged tree is a cache hit.
+
+    /usr/bin/python3 analysis/stackscan/build.py [--print-path]
+"""
+
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+
+
+def build():
+    """Return the path of the binary, building on a cache miss."""
+    key = Key("stackscan")
+    key.add("gcc", run_or_die(["gcc", "--version"], "gcc --version").stdout)
+    key.add("capstone", run_or_die(
+        ["dpkg-query", "-W", "-f=${Version}", "libcapstone-dev"],
+        "dpkg-query libcapstone-dev (is it installed? make deps)").stdout)
+    for path in sorted(p for p in HERE.iterdir()
+                       if p.suffix in (".c", ".h") or p.name == "Makefile"):
+        key.add("path:" + path.name, path.read_bytes())
+
+    def make_stackscan(tmp):
+        tmp.mkdir()
+        run_or_die(["make", "-s", "-C", str(HERE), f"OUT={tmp}"],
+                   "building stackscan (make -C analysis/stackscan)",
+                   stdout=sys.stderr)
+        if not (tmp / "stackscan").is_file():
+            die("make -C analysis/stackscan produced no stackscan")
+
+    outdir, _ = cached(cache_root() / "stackscan" / key.hexdigest(),
+                       make_stackscan, "stackscan",
+                       ready=lambda d: (d / "stackscan").is_file())
+    return outdir / "stackscan"
+
+
+def main():
+    builder_main(build, __doc__, "--print-path", "the binary's path")
+
+
+if __name__ == "__main__":
+    main()

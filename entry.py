@@ -1,0 +1,42 @@
+#!/usr/bin/python3
+"""The command-line entry points: guest/run.py, analysis/chkwin-analyze and
+the other commands are symbolic links to this file.  Python puts the
+directory of a script, symbolic links resolved, first on the module path,
+so every command runs with the repository's top on it and imports the
+packages (analysis, guest.host, bench, tests) by their names; this file
+runs the module the command's path names."""
+
+import os
+import runpy
+import sys
+
+ENTRY_POINTS = {
+    "analysis/chkwin-analyze": "analysis.cli",
+    "analysis/stackscan/build.py": "analysis.stackscan.builder",
+    "guest/initramfs.py": "guest.host.initramfs",
+    "guest/kbuild.py": "guest.host.kbuild",
+    "guest/lab_demo.py": "guest.host.lab_demo",
+    "guest/loaderbuild.py": "guest.host.loaderbuild",
+    "guest/rootfs.py": "guest.host.rootfs",
+    "guest/run.py": "guest.host.run",
+    "guest/stockkernel.py": "guest.host.stockkernel",
+    "guest/testdisk.py": "guest.host.testdisk",
+    "guest/toolsdisk.py": "guest.host.toolsdisk",
+}
+
+
+def main():
+    top = os.path.dirname(os.path.realpath(__file__))
+    # The link's own directory, resolved, and its name: the command.
+    invoked = os.path.join(os.path.realpath(os.path.dirname(sys.argv[0])),
+                           os.path.basename(sys.argv[0]))
+    command = os.path.relpath(invoked, top)
+    module = ENTRY_POINTS.get(command)
+    if module is None:
+        sys.exit(f"entry.py: error: {command!r} is not a chkwin command "
+                 f"(one of {', '.join(ENTRY_POINTS)})")
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

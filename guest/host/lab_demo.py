@@ -1,0 +1,617 @@
+#!/usr/bin/python3
+"""The lab experiment: does the emulated window cause the failures, and does
+the barrier flavour change their rate?
+
+Conditions are run as many short boots (replicates), interleaved in
+rounds whose order is shuffled with a recorded seed, --jobs at a time.
+How many boots each condition gets is fixed before the first counting
+boot and written to experiment.json (settings.plan): --boots for counting
+and control conditions, the A/A comparison's from a power calculation on
+a pilot boot of each flavour, whose boots serve the plan only
+(analysis/planning.py: the power of every comparison, predicted by the
+failure model from the pilot and simulated as the run will be analysed).  No condition stops early
+on what its boots showed; only --budget can cut the plan short, and the
+report says so.
+
+The clock (--clock): on icount (the default) guest time is instructions,
+-icount shift=N, one vCPU, and each boot gets a phase seed (the n-th boot
+of every condition the same one, so conditions are paired) that makes the
+walker redraw its phase against the timer many times a boot
+(guest/run.py).  Rates per call then follow the failure model
+(analysis/model.py), not the host's load.  On the host clock (--clock
+host) boots run multi-threaded TCG with --smp CPUs, as before.
+
+  counting   untraced boots of the workload (inode-loop on icount,
+             inode-load on the host clock); the kernel's own console lines
+             count failures of every checksum kind (guest/host/kmsg.py) and
+             ext4.chksum_calls the calls.  The
+             window is the listing's own one-instruction window
+             (gcc49-exact) on icount, the loop of width 1 (gcc49) on the
+             host clock, where TCG can interrupt only block starts.
+             --boots each, window and off alike.
+  control    (icount) the positive control of the verdicts: the loop of
+             width 1 (3 fatal boundaries, device interrupts too) against
+             gcc49-exact (1): a difference the model predicts.
+  aa         (icount, two flavours) the flavour comparison at loop width
+             --aa-width, where failures are cheap.  QEMU translates both
+             barriers alike, so it is an A/A test, the negative control;
+             its boots are planned for --power at a true ratio of 1 within
+             --margin, from the failures of a pilot boot of each flavour.
+  pilot      (icount) a boot of each flavour: the aa settings with phase
+             seeds of their own; the verdicts leave them out.
+  recorded   boots under the chkwin loader (sampler at --sample-hz): which
+             interrupt broke which checksum, window arrivals per call and
+             failures per window arrival.
+  controls   gcc49-exact, the listing with no inserted branch, recorded on
+             the host clock: under multi-threaded TCG no window arrival can
+             happen; under -singlestep (one instruction per block, as on
+             hardware) they do, and fail.  The singlestep boot has no
+             sampler: its handler outlasts the 50 us period there, and
+             arrivals pile up at one pc.
+  dose       with --widths, counting boots of the first flavour at each
+             window width (ext4.chksum_window_width).
+  rate       with --rates, boots of the first flavour under the loader
+             (no log kept) at each sampler rate: the interrupt rate as a
+             dose; the loader counts the arrivals per guest second.
+
+Every boot's directory and experiment.json (the plan, the seed, every boot
+so far) are written as the run goes, so a killed run keeps what it did;
+`analysis/chkwin-analyze report results/<timestamp>` rebuilds the report.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+import time
+
+from guest.host.cachedir import die
+from analysis import calibration
+from analysis import experiment
+from analysis import model
+from analysis import planning
+from guest.host.progress import heartbeat
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PY = "/usr/bin/python3"
+FLAVOURS = ("unpatched", "patched")
+WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
+# Wall seconds a boot costs beyond its guest seconds, until one is measured
+# (-singlestep boots take about four times their guest seconds as well).
+OVERHEAD = 15
+
+
+def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
+              clock="host"):
+    """One condition of the experiment; its name is its directory prefix.
+    sample_hz: the sampler rate of a rate-dose condition; clock: the host's
+    or icount (conditions of an icount experiment on the host clock are
+    named -host)."""
+    name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
+        ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "") + \
+        (f"-F{sample_hz}" if kind == "rate" else "")
+    c = {"name": name, "flavour": flavour, "window": window, "width": width,
+         "singlestep": singlestep, "kind": kind, "clock": clock}
+    if kind == "rate":
+        c["sample_hz"] = sample_hz
+    return c
+
+
+def primary_window(args):
+    """The counting window: the listing's own on icount, where a timer
+    interrupt can land between any two instructions; the loop of width 1
+    on the host clock, where only block starts can be interrupted."""
+    return "gcc49-exact" if args.clock == "icount" else "gcc49"
+
+
+def plan(args):
+    """The conditions, in a fixed order (the report's order)."""
+    conds = []
+    clock, window = args.clock, primary_window(args)
+    for flavour in args.flavours:
+        conds.append(condition(flavour, window, "counting", clock=clock))
+        conds.append(condition(flavour, "off", "counting", clock=clock))
+    if clock == "icount":
+        first = args.flavours[0]
+        conds.append(condition(first, "gcc49", "control", clock=clock))
+        for kind in ("pilot", "aa") if len(args.flavours) == 2 else ("pilot",):
+            for flavour in args.flavours:
+                c = condition(flavour, "gcc49", kind, width=args.aa_width, clock=clock)
+                if kind == "pilot":
+                    c["name"] += "-pilot"
+                conds.append(c)
+    if args.record_seconds:
+        for flavour in args.flavours:
+            conds.append(condition(flavour, window, "recorded", clock=clock))
+    if args.controls:
+        first = args.flavours[0]
+        for singlestep in (False, True):
+            c = condition(first, "gcc49-exact", "recorded", singlestep=singlestep)
+            if clock == "icount":
+                c["name"] += "-host"
+            conds.append(c)
+    for width in args.widths:
+        if width != 1:
+            conds.append(condition(args.flavours[0], "gcc49", "dose", width=width,
+                                   clock=clock))
+    for hz in args.rates:
+        conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz,
+                               clock=clock))
+    return conds
+
+
+def positive_list(text):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a list of whole numbers")
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: values must be positive")
+    return values
+
+
+def rate_list(text):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a list of whole numbers")
+    if any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct rates, 0 or more (Hz)")
+    return values
+
+
+def flavour_list(text):
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [n for n in names if n not in FLAVOURS]
+    if bad or not names or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a list of distinct flavours from {', '.join(FLAVOURS)}")
+    return names
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boot-seconds", type=int, default=30,
+                    help="guest seconds of one counting boot (default 30)")
+    ap.add_argument("--record-seconds", type=int, default=45,
+                    help="guest seconds of one recorded boot, 0 = none (default 45)")
+    ap.add_argument("--singlestep-seconds", type=int, default=20,
+                    help="guest seconds of the -singlestep control (default 20; "
+                         "it costs about four times that in wall time)")
+    ap.add_argument("--clock", choices=["icount", "host"], default="icount",
+                    help="guest time from instructions (-icount, one vCPU; default) "
+                         "or from the host's clock (multi-threaded TCG)")
+    ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
+                    help="icount: each instruction takes 2^N ns (default 4)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="boots at once (default: one per core; an icount boot "
+                         "uses one host thread)")
+    ap.add_argument("--boots", type=int, default=4,
+                    help="boots of each counting and control condition (default 4)")
+    ap.add_argument("--aa-width", type=int, default=16,
+                    help="icount: loop width of the flavour (A/A) comparison (default 16)")
+    ap.add_argument("--power", type=float, default=calibration.PLAN_POWER,
+                    help="icount: power of the A/A plan at a true ratio of 1 "
+                         f"(default {calibration.PLAN_POWER})")
+    ap.add_argument("--max-aa-boots", type=int, default=calibration.MAX_BOOTS,
+                    help="icount: cap on the A/A plan's boots per flavour "
+                         f"(default {calibration.MAX_BOOTS})")
+    ap.add_argument("--plan-from", type=pathlib.Path, metavar="RUN",
+                    help="icount: plan on the spread of a previous run's boots "
+                         "(results/<timestamp>) instead of Poisson boots")
+    ap.add_argument("--budget", type=float, default=14,
+                    help="wall minutes: no round starts that would end after "
+                         "them (default 14)")
+    ap.add_argument("--margin", type=float, default=0.10,
+                    help="equivalence margin of the flavour verdict (default 0.10)")
+    ap.add_argument("--seed", type=int,
+                    help="seed of the round order (default: drawn and recorded)")
+    ap.add_argument("--flavours", type=flavour_list, default=list(FLAVOURS),
+                    help="comma-separated (default unpatched,patched)")
+    ap.add_argument("--widths", type=positive_list, default=[],
+                    help="window widths for the dose sweep, e.g. 1,2,4,8,16")
+    ap.add_argument("--rates", type=rate_list, default=[],
+                    help="sampler rates (Hz) for the interrupt-rate sweep under "
+                         "the loader, e.g. 0,5000,10000,20000,40000")
+    ap.add_argument("--dose-boots", type=int, default=2,
+                    help="boots per width or rate of a sweep (default 2)")
+    ap.add_argument("--no-controls", dest="controls", action="store_false",
+                    help="skip the gcc49-exact controls")
+    ap.add_argument("--smp", type=int,
+                    help="vCPUs on the host clock (default 2); icount needs 1")
+    ap.add_argument("--mem", type=int, default=1024, help="MiB")
+    ap.add_argument("--sample-hz", type=int,
+                    help="the loader's cpu-clock sampler in recorded boots, 0 = none "
+                         "(default 20000 on the host clock; 0 on icount, where a "
+                         "period is instructions and the handler would fill it)")
+    ap.add_argument("--record", choices=["failures", "all"], default="failures",
+                    help="what recorded boots keep: the flight recorder's snapshots "
+                         "(default: a quarter of the cost, more failures a minute) "
+                         "or every record")
+    ap.add_argument("--workload", choices=WORKLOADS,
+                    help="the scenario of counting boots and under the recorder "
+                         "(default: inode-loop on icount, the walker alone, whose "
+                         "failures the model predicts; inode-load, loadgen beside it, "
+                         "on the host clock)")
+    ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
+                    help="where results/<timestamp>/ and latest go")
+    args = ap.parse_args(argv)
+    if args.workload is None:
+        args.workload = "inode-loop" if args.clock == "icount" else "inode-load"
+    if args.sample_hz is None:
+        args.sample_hz = 0 if args.clock == "icount" else 20000
+    if args.smp is None:
+        args.smp = 1 if args.clock == "icount" else 2
+    elif args.clock == "icount" and args.smp != 1:
+        ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
+                 "a second vCPU)")
+    if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
+           args.dose_boots, args.jobs, args.boots, args.aa_width,
+           args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
+        ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
+    if not 0 < args.power < 1:
+        ap.error("--power must lie in (0, 1)")
+    if not 0 < args.margin < 1 or args.budget <= 0:
+        ap.error("--margin must lie in (0, 1), --budget above 0")
+    args.dispersion = (1.0, None, None)
+    if args.plan_from is not None:
+        if args.clock != "icount":
+            ap.error("--plan-from plans the icount comparisons; the host clock has none")
+        try:
+            args.dispersion = experiment.dispersion_from(args.plan_from)
+        except ValueError as e:
+            ap.error(str(e))
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
+    return args
+
+
+def new_top(results):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(100):
+        top = results / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            top.mkdir(parents=True)
+            return top
+        except FileExistsError:
+            continue
+    die(f"cannot make a new directory under {results}")
+
+
+class Experiment:
+    """The plan and every boot so far, saved after each boot."""
+
+    def __init__(self, top, args):
+        self.top, self.args = top, args
+        self.conds = plan(args)
+        self.boots = []
+        self.started = time.monotonic()
+        self.aa_boots = None        # planned after the pilot
+        self.comparisons = None     # what the plan predicts, after the pilot
+        self.loop_insns = model.LOOP_INSNS
+
+    def doc(self):
+        """The experiment record (analysis/experiment.py reads it)."""
+        a = self.args
+        return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
+               "settings": {"clock": a.clock, "shift": a.shift if a.clock == "icount" else None,
+                            "window": primary_window(a), "jobs": a.jobs,
+                            "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
+                            "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
+                            "plan_dispersion": dict(zip(("phi", "df", "source"),
+                                                        a.dispersion)),
+                            "plan_comparisons": self.comparisons,
+                            "loop_instructions": self.loop_insns,
+                            "boot_seconds": a.boot_seconds,
+                            "singlestep_seconds": a.singlestep_seconds,
+                            "record_seconds": a.record_seconds, "record": a.record,
+                            "plan": self.plan(), "margin": a.margin,
+                            "budget_minutes": a.budget, "dose_boots": a.dose_boots,
+                            "rates": a.rates,
+                            "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
+                            "workload": a.workload}}
+
+    def save(self):
+        tmp = self.top / ".experiment.json.tmp"
+        tmp.write_text(json.dumps(self.doc(), indent=1) + "\n")
+        os.replace(tmp, self.top / "experiment.json")
+
+    def of(self, name):
+        return experiment.boots_of(self.doc(), name)
+
+    def counts(self, name):
+        return experiment.counts(self.doc(), name)
+
+    def plan_from_pilot(self):
+        """Fix the plan once the pilot has run (analysis/planning.py): the
+        A/A boots from the failures a pilot boot made, pooled over the
+        flavours (blind to their ratio); every comparison's failures a
+        boot, as the model predicts them from the pilot, and its power."""
+        pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
+        if self.comparisons is not None or not pilot_conds or \
+                not all(self.of(c["name"]) for c in pilot_conds):
+            return
+        a = self.args
+        phi = a.dispersion[0]
+        pilot = [b for c in pilot_conds for b in self.of(c["name"])]
+        measured = sum(b["failures_total"] for b in pilot) / len(pilot)
+        by_kind = {(c["kind"], c["window"]): c for c in self.conds
+                   if c["flavour"] == a.flavours[0]}
+
+        def predict(kind, window):
+            return planning.predicted_per_boot(by_kind[kind, window], pilot, a.shift,
+                                               self.loop_insns)
+
+        window, off = predict("counting", "gcc49-exact"), 0.0
+        control = predict("control", "gcc49")
+        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model"),
+                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model")]
+        if len(a.flavours) == 2:
+            self.aa_boots, _ = calibration.boots_for(measured, phi, a.margin, a.power,
+                                                     a.max_aa_boots, a.seed)
+            cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
+                          measured, measured, self.aa_boots, "equivalent",
+                          "the pilot's, measured"))
+        self.comparisons = []
+        for what, mean_a, mean_b, boots, want, source in cases:
+            # One seed for all: the A/A figure is the one its search found.
+            shares = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)
+            self.comparisons.append({
+                "what": what, "boots": boots, "per_boot": [mean_a, mean_b],
+                "ratio": mean_a / mean_b if mean_b else None, "source": source,
+                "verdict": want, "power": shares[0 if want == "differs" else 1]})
+
+    def planned(self, c):
+        """Boots condition c gets; None while the pilot has yet to say."""
+        if c["kind"] in ("recorded", "pilot") or c["singlestep"]:
+            return 1
+        if c["kind"] in ("dose", "rate"):
+            return self.args.dose_boots
+        if c["kind"] == "aa":
+            return self.aa_boots
+        return self.args.boots
+
+    def fixed(self):
+        """Whether the plan is whole: every condition's boots known, and
+        the pilot's predictions made where there is a pilot."""
+        pilot = any(c["kind"] == "pilot" for c in self.conds)
+        return all(self.planned(c) is not None for c in self.conds) and \
+            (self.comparisons is not None or not pilot)
+
+    def plan(self):
+        """{condition: boots} as fixed so far."""
+        return {c["name"]: self.planned(c) for c in self.conds}
+
+    def wants(self, c):
+        """Whether condition c needs another boot: the pilot first, then
+        the plan."""
+        done = len(self.of(c["name"]))
+        if c["kind"] != "pilot" and any(
+                p["kind"] == "pilot" and not self.of(p["name"]) for p in self.conds):
+            return False
+        return done < self.planned(c)
+
+    def plan_text(self):
+        """The plan as the demo prints it before the first counting boot."""
+        plan = self.plan()
+        by = {}
+        for c in self.conds:
+            if c["kind"] != "pilot":
+                by.setdefault(plan[c["name"]], []).append(c["name"])
+        text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
+                         for n, names in sorted(by.items()))
+        if self.comparisons is not None:
+            a = self.args
+            text += (f". Predicted from a pilot boot a flavour, at dispersion "
+                     f"{planning.dispersion_text(*a.dispersion)}, margin "
+                     f"+-{a.margin * 100:.0f}%: "
+                     + "; ".join(planning.describe(c) for c in self.comparisons))
+            if self.aa_boots == a.max_aa_boots:
+                text += f" (A/A capped at --max-aa-boots {a.max_aa_boots})"
+        return text
+
+    def seconds(self, c):
+        if c["singlestep"]:
+            return self.args.singlestep_seconds
+        if c["kind"] == "recorded":
+            return self.args.record_seconds
+        return self.args.boot_seconds
+
+    def estimate(self, c):
+        """Wall seconds the next boot of c will take: as its last one did."""
+        done = self.of(c["name"])
+        if done:
+            return done[-1]["wall_seconds"]
+        return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
+
+    def run_round(self, due, rnd):
+        """Boots of one round, --jobs at a time, started in the shuffled
+        order; a round's records are saved in that order once it ends."""
+        numbered = [(slot, c, len(self.of(c["name"])) + 1)
+                    for slot, c in enumerate(due, 1)]
+        futures = []
+
+        def status():
+            return f"round {rnd}: {sum(f.done() for f in futures)} of {len(due)} boots done"
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool, \
+                heartbeat("demo", status, stream=sys.stdout):
+            futures += [pool.submit(self.boot, c, n, rnd, slot) for slot, c, n in numbered]
+            done, failed = [], False
+            for f in futures:
+                try:
+                    b = f.result()
+                except SystemExit:      # boot() said why in one line
+                    failed = True
+                    continue
+                done.append(b)
+                print(f"demo: [{rnd}.{b['slot']}] {b['dir']}: {b['failures_total']} "
+                      f"checksum failures in {b['calls']} calls, "
+                      f"{b['wall_seconds']:.0f} s wall", flush=True)
+        self.boots.extend(done)
+        self.plan_from_pilot()
+        self.save()
+        if failed:
+            sys.exit(1)
+
+    def phase_seed(self, c, n):
+        """The phase seed of the n-th boot of every condition: paired
+        across conditions, drawn from the experiment's seed; the pilot's
+        are its own (a pilot boot repeats no boot the verdicts use)."""
+        label = "pilot" if c["kind"] == "pilot" else "phase"
+        return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
+
+    def append(self, c):
+        words = [f"ext4.chksum_window={c['window']}"]
+        if c["width"] != 1:
+            words.append(f"ext4.chksum_window_width={c['width']}")
+        if c["kind"] == "recorded":
+            words.append(f"chkwin.workload={self.args.workload}")
+            opts = [f"-R,{self.args.record}"]
+            if self.args.sample_hz and not c["singlestep"]:
+                opts.append(f"-F,{self.args.sample_hz}")
+            words.append("chkwin.loader=" + ",".join(opts))
+        if c["kind"] == "rate":
+            words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
+            if c["sample_hz"]:
+                words.append(f"chkwin.loader=-F,{c['sample_hz']}")
+        return " ".join(words)
+
+    def command(self, c, n):
+        """The run.py command of the n-th boot of c: self-contained (kernel,
+        settings, phase seed), its results in its own directory."""
+        out = self.top / f"{c['name']}-{n}"
+        scenario = "record" if c["kind"] in ("recorded", "rate") else self.args.workload
+        smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
+                                                 else self.args.smp)
+        cmd = [PY, str(REPO / "guest/run.py"), "--flavour", c["flavour"],
+               "--scenario", scenario, "--duration", str(self.seconds(c)),
+               "--smp", str(smp), "--mem", str(self.args.mem),
+               "--append", self.append(c), "--out", str(out)]
+        if c["singlestep"]:
+            cmd.append("--singlestep")
+        if c["clock"] == "icount":
+            cmd += ["--clock", "icount", "--shift", str(self.args.shift),
+                    "--phase-seed", str(self.phase_seed(c, n))]
+        return out, cmd
+
+    def boot(self, c, n, rnd, slot):
+        """Run the n-th boot of c; its record (not yet added: boots of a
+        round finish in any order and are added in the round's order)."""
+        out, cmd = self.command(c, n)
+        seconds = self.seconds(c)
+        start = time.monotonic()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            lines = proc.stderr.strip().splitlines()
+            die(f"boot {out.name} failed: "
+                f"{lines[-1] if lines else f'run.py exited {proc.returncode}'}; "
+                f"everything recorded so far is in {self.top}")
+        status = json.loads((out / "status.json").read_text())
+        if status["checksum_calls"] is None:
+            die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
+                f"(not a chkwin kernel with the window patch?)")
+        b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
+             "guest_seconds": seconds, "wall_seconds": round(wall, 1),
+             "calls": status["checksum_calls"], "kernel": status["kernel"],
+             "failures": status["checksum_failures"],
+             "failures_total": status["checksum_failures_total"],
+             "clock": status["clock"], "phase_seed": status["phase_seed"],
+             "interrupts": status["interrupts"]}
+        if c["kind"] == "rate":
+            result = status.get("chkwin")
+            if not result:
+                die(f"boot {out.name}: chkwin printed no closing record "
+                    f"(console: {out / 'console.log'})")
+            # The dose: interrupt arrivals (device irqs and sampler ticks)
+            # per second of recording, all CPUs.
+            b["arrivals_per_s"] = (result["irq_arrivals"] + result["sampler_ticks"]) \
+                / result["seconds"]
+        return b
+
+    def elapsed(self):
+        return time.monotonic() - self.started
+
+
+def kernel_loop_instructions(flavour):
+    """Instructions of one pass of the window loop of the flavour's lab
+    kernel (built if it is not cached), counted from its System.map."""
+    kernel = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour",
+                             flavour, "--print-dir"], capture_output=True, text=True)
+    if kernel.returncode != 0:
+        lines = kernel.stderr.strip().splitlines()
+        die(f"guest/kbuild.py failed: {lines[-1] if lines else kernel.returncode}")
+    loop = model.loop_instructions(pathlib.Path(kernel.stdout.split()[-1]) / "System.map")
+    if loop is None:
+        die("the kernel's System.map has no ext4_chksum_gcc49_window labels "
+            "(not a chkwin kernel with the window patch?)")
+    return loop
+
+
+def run(args):
+    top = new_top(args.results)
+    exp = Experiment(top, args)
+    exp.loop_insns = kernel_loop_instructions(args.flavours[0])
+    exp.save()
+    rng = random.Random(args.seed)
+    print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
+          flush=True)
+    rnd = counted = 0
+    planned = False
+    while True:
+        if not planned and exp.fixed():
+            planned = True
+            exp.save()
+            print(f"demo: the plan, fixed before the first counting boot: "
+                  f"{exp.plan_text()}", flush=True)
+        due = [c for c in exp.conds if exp.wants(c)]
+        if not due:
+            break
+        left = sum(exp.estimate(c) for c in due) / min(args.jobs, len(due))
+        # The first counting round always runs: every condition gets a boot.
+        if counted and exp.elapsed() + left > args.budget * 60:
+            print(f"demo: another round would pass the {args.budget:g}-minute "
+                  f"budget, which cuts the plan short: "
+                  f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
+            break
+        rnd += 1
+        pilot = all(c["kind"] == "pilot" for c in due)
+        counted += not pilot
+        rng.shuffle(due)
+        print(f"demo: round {rnd}{' (the pilot)' if pilot else ''}: {len(due)} boots, "
+              f"about {left / 60:.1f} min; {exp.elapsed() / 60:.1f} min so far", flush=True)
+        exp.run_round(due, rnd)
+    return top
+
+
+def point_latest(results, top):
+    tmp = results / ".latest.tmp"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(top.name)
+    os.replace(tmp, results / "latest")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    top = run(args)
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
+                           str(top)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        die(f"the report failed: {lines[-1] if lines else proc.returncode}; "
+            f"runs are in {top}")
+    point_latest(args.results, top)
+    print()
+    print("\n".join(ln for ln in proc.stdout.splitlines()
+                    if ln.startswith("verdict: ")))
+    print(f"report: {top / 'report.html'}")
+    print(f"latest: {args.results / 'latest'} -> {top.name}")
+
+
+if __name__ == "__main__":
+    main()

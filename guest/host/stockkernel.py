@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Debian's own arm64 kernel, unmodified, ready for guest/run.py --flavour stock.
+
+Any Debian linux-image-*-arm64 package: bookworm's linux-image-6.1.0-N-arm64
+or bookworm-backports' linux-image-6.12.N+deb12-arm64 (make deps adds
+backports to apt's sources; its packages are never picked unless named,
+since backports is not automatic).  The package is fetched with apt-get
+download (--package NAME or SERIES such as 6.12, default 6.1: the newest of the
+series already in $CHKWIN_CACHE/debs, else the newest apt can fetch; kept
+in $CHKWIN_CACHE/debs) and unpacked,
+never installed.  Its dpkg-deb -x tree is reduced to what the guest needs:
+`Image` (the gzip-compressed vmlinuz, decompressed), `config`, `release`,
+and in `modules/` the virtio, ext4 and crc32c modules that are not built
+in (modules.builtin says which are; .ko, decompressed if the package
+compressed them) with `order`, their names in an order that insmod can
+follow (each after the modules its modinfo `depends=` names).  The
+directory $CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this
+script.
+
+    /usr/bin/python3 guest/stockkernel.py [--package NAME] [--print-dir]
+        [--print-initramfs] [--print-system-map]
+
+--print-initramfs builds guest/initramfs.py's initramfs with the modules
+added under /lib/modules/stock (where guest/init looks for them) and
+prints its path.  --print-system-map prints the path of `System.map` in
+the kernel's directory: Debian ships an empty placeholder (the real one is
+in the 800 MB -dbg package), so it is made once from /proc/kallsyms of the
+kernel booted with nokaslr (the kallsyms scenario).
+"""
+
+import argparse
+import gzip
+import lzma
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from guest.host import initramfs
+from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
+
+# The generic arm64 flavour of any Debian kernel (not -16k, -rt, -cloud,
+# -unsigned or -dbg): 6.1.0-27, 6.12.95+deb12.
+PACKAGE_RE = re.compile(r"^linux-image-(\d+)\.(\d+)\.(\d+)(?:-(\d+))?(?:\+deb\d+(?:\.\d+)?)?-arm64$")
+DEFAULT_SERIES = (6, 1)
+SERIES_RE = re.compile(r"^(\d+)\.(\d+)$")
+# What the guest loads: the virtio transport and its devices (test disk,
+# results and log ports), ext4, and crc32c_generic, which ext4 asks the
+# crypto API for by name (a softdep, so modinfo's depends= misses it).
+# Their own dependencies (jbd2, mbcache, crc16, ...) are found by modinfo.
+WANTED = ["virtio_pci", "virtio_blk", "virtio_console", "crc32c_generic", "ext4"]
+GUEST_MODULES = "/lib/modules/stock"
+
+
+def version_key(name):
+    """(major, minor, patch, abi) of a package name PACKAGE_RE takes."""
+    m = PACKAGE_RE.match(name)
+    return tuple(int(g or 0) for g in m.groups())
+
+
+def newest_package(series):
+    """The highest-numbered linux-image-*-arm64 of a series (6, 1) that apt
+    can fetch (its lists also name packages they no longer carry)."""
+    prefix = "linux-image-%d.%d." % series
+    out = run_or_die(["apt-cache", "pkgnames", prefix], "apt-cache pkgnames").stdout.split()
+    found = sorted(((version_key(name), name) for name in out
+                    if PACKAGE_RE.match(name) and version_key(name)[:2] == series),
+                   reverse=True)
+    for _, name in found:
+        policy = run_or_die(["apt-cache", "policy", f"{name}:arm64"],
+                            f"apt-cache policy {name}").stdout
+        if "Candidate:" in policy and "Candidate: (none)" not in policy:
+            return name
+    die(f"apt can fetch no {prefix}*-arm64 package: run 'make deps' "
+        "(it adds the arm64 architecture and bookworm-backports)")
+
+
+def package_deb(package):
+    """The package's arm64 .deb, downloaded once into the cache."""
+    if not PACKAGE_RE.match(package):
+        die(f"--package {package!r} is not a Debian linux-image-VERSION-arm64 "
+            "(e.g. linux-image-6.1.0-27-arm64, linux-image-6.12.95+deb12-arm64)")
+    debs = cache_root() / "debs"
+    debs.mkdir(exist_ok=True)
+    found = sorted(debs.glob(f"{package}_*_arm64.deb"))
+    if found:
+        return found[-1]
+    # A scratch directory, so a failed fetch leaves no partial .deb behind.
+    with tempfile.TemporaryDirectory(dir=debs) as tmp:
+        run_or_die(["apt-get", "download", f"{package}:arm64"],
+                   f"apt-get download {package}:arm64", cwd=tmp,
+                   stdout=sys.stderr)
+        got = list(pathlib.Path(tmp).glob(f"{package}_*_arm64.deb"))
+        if len(got) != 1:
+            die(f"apt-get download {package}:arm64 gave no .deb")
+        final = debs / got[0].name
+        os.replace(got[0], final)
+    return final
+
+
+def modinfo(path, field):
+    out = run_or_die(["modinfo", "-F", field, str(path)],
+                     f"modinfo {path.name}").stdout.strip()
+    return [m for m in out.replace(",", " ").split() if m]
+
+
+def load_order(kos, builtin):
+    """WANTED and everything they depend on, dependencies first; what the
+    kernel has built in is left out."""
+    order, visiting = [], set()
+
+    def visit(name, wanted_by):
+        if name in order or name in builtin:
+            return
+        if name in visiting:
+            die(f"module dependency loop through {name}")
+        if name not in kos:
+            die(f"the package has no module {name} (needed by {wanted_by}); "
+                "is it built in there?")
+        visiting.add(name)
+        for dep in modinfo(kos[name], "depends"):
+            visit(dep, name)
+        visiting.discard(name)
+        order.append(name)
+
+    for name in WANTED:
+        visit(name, "the guest")
+    return order
+
+
+def module_name(filename):
+    """virtio_pci for virtio-pci.ko, virtio_pci.ko.xz, ..."""
+    return filename.split(".ko")[0].replace("-", "_")
+
+
+def unpack(deb, outdir):
+    """Make outdir from the .deb (see the module docstring)."""
+    outdir.mkdir()
+    with tempfile.TemporaryDirectory() as scratch:
+        root = pathlib.Path(scratch)
+        run_or_die(["dpkg-deb", "-x", str(deb), scratch], f"dpkg-deb -x {deb}",
+                   stdout=sys.stderr)
+        images = sorted((root / "boot").glob("vmlinuz-*"))
+        if len(images) != 1:
+            die(f"{deb.name} has {len(images)} boot/vmlinuz-* (expected 1)")
+        release = images[0].name[len("vmlinuz-"):]
+        data = images[0].read_bytes()
+        # QEMU takes a gzip Image only below a size limit: decompress here.
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        # An arm64 Image has "ARM\x64" at offset 56 (Documentation/arm64/booting).
+        if data[56:60] != b"ARM\x64":
+            die(f"{images[0].name} in {deb.name} is not an arm64 Image")
+        (outdir / "Image").write_bytes(data)
+        shutil.copyfile(root / "boot" / f"config-{release}", outdir / "config")
+        (outdir / "release").write_text(release + "\n")
+
+        kos = {}
+        moddir = root / "lib" / "modules" / release
+        for path in moddir.rglob("*.ko*"):
+            kos[module_name(path.name)] = path
+        builtin = moddir / "modules.builtin"
+        if not builtin.is_file():
+            die(f"{deb.name} has no lib/modules/{release}/modules.builtin")
+        mods = outdir / "modules"
+        mods.mkdir()
+        order = load_order(kos, {module_name(pathlib.PurePath(line).name)
+                                 for line in builtin.read_text().split()})
+        for name in order:
+            data = kos[name].read_bytes()
+            if kos[name].name.endswith(".ko.xz"):
+                data = lzma.decompress(data)
+            elif not kos[name].name.endswith(".ko"):
+                die(f"{kos[name].name}: unknown module compression")
+            (mods / f"{name}.ko").write_bytes(data)
+        (mods / "order").write_text("".join(n + "\n" for n in order))
+
+
+def cached_package(series):
+    """The highest-numbered package of a series already in the cache, or
+    None: once fetched, a kernel stays the default even when apt learns a
+    newer one."""
+    names = [deb.name.split("_")[0]
+             for deb in (cache_root() / "debs").glob("linux-image-*_arm64.deb")]
+    found = sorted((version_key(n), n) for n in names
+                   if PACKAGE_RE.match(n) and version_key(n)[:2] == series)
+    return found[-1][1] if found else None
+
+
+def resolve(package):
+    """A package name from a name, a series "6.12" or None (the 6.1 series):
+    for a series, the newest cached, else the newest apt can fetch."""
+    m = SERIES_RE.match(package or "")
+    if package and not m:
+        return package
+    series = (int(m.group(1)), int(m.group(2))) if m else DEFAULT_SERIES
+    return cached_package(series) or newest_package(series)
+
+
+def build(package=None):
+    """Return the stock kernel's directory, unpacking on a cache miss."""
+    deb = package_deb(resolve(package))
+    key = Key("stockkernel").add_file(deb).add_file(__file__)
+    outdir, _ = cached(
+        cache_root() / "stock" / f"{deb.name.split('_')[0]}-{key.hexdigest()}",
+        lambda tmp: unpack(deb, tmp), "stockkernel",
+        ready=lambda d: (d / "modules" / "order").is_file())
+    return outdir
+
+
+def system_map(kdir):
+    """kdir/System.map, made from the booted kernel's kallsyms if missing."""
+    path = kdir / "System.map"
+    if path.is_file():
+        return path
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "run"
+        proc = subprocess.run(
+            [sys.executable, str(pathlib.Path(__file__).resolve().parents[1] / "run.py"),
+             "--flavour", "stock", "--scenario", "kallsyms", "--duration", "1",
+             "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            die("the kallsyms boot of the stock kernel failed: "
+                + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+        lines = (out / "log.bin").read_text().splitlines()
+    # Without KALLSYMS_ALL kallsyms starts at _stext; the Image starts at
+    # _text, one SEGMENT_ALIGN (64 KiB) below it in arm64's vmlinux.lds.S
+    # (so in the lab kernels' System.map too).
+    stext = [ln.split()[0] for ln in lines if ln.endswith(" T _stext")]
+    if not stext:
+        die("the stock kernel's kallsyms has no _stext symbol")
+    lines.insert(0, f"{int(stext[0], 16) - 0x10000:016x} T _text")
+    # _einittext, an end marker typed T, is the last symbol kallsyms has:
+    # as a function it would run on through the init data to the Image's end.
+    lines = [re.sub(r" T _einittext$", " D _einittext", ln) for ln in lines]
+    # Built aside and renamed, so a cut copy is never a cache hit.
+    tmp = path.with_name(".System.map.tmp")
+    tmp.write_text("".join(ln + "\n" for ln in lines))
+    os.replace(tmp, path)
+    return path
+
+
+def initramfs_adds(kdir):
+    """(host, guest) pairs that put the modules where guest/init finds them."""
+    mods = kdir / "modules"
+    return [(str(p), f"{GUEST_MODULES}/{p.name}")
+            for p in sorted(mods.iterdir())]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--package", help="linux-image-VERSION-arm64, e.g. "
+                    "linux-image-6.12.95+deb12-arm64, or a series such as 6.12: its "
+                    "newest cached, else the newest apt can fetch (default: 6.1)")
+    ap.add_argument("--print-dir", action="store_true",
+                    help="print the kernel directory on stdout")
+    ap.add_argument("--print-initramfs", action="store_true",
+                    help="build the initramfs with the modules, print its path")
+    ap.add_argument("--print-system-map", action="store_true",
+                    help="print the path of a System.map made from kallsyms")
+    args = ap.parse_args()
+    kdir = build(args.package)
+    if args.print_dir:
+        print(kdir)
+    if args.print_initramfs:
+        print(initramfs.build(initramfs_adds(kdir)))
+    if args.print_system_map:
+        print(system_map(kdir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The test suite (make test); tests marked guest boot QEMU."""
