@@ -4,10 +4,11 @@ the other commands are symbolic links to this file.  Python puts the
 directory of a script, symbolic links resolved, first on the module path,
 so every command runs with the repository's top on it and imports the
 packages (analysis, guest.host, bench, tests) by their names; this file
-runs the module the command's path names."""
+calls main() of the module the command's path names (its exit status is
+main()'s return value)."""
 
+import importlib
 import os
-import runpy
 import sys
 
 ENTRY_POINTS = {
@@ -35,7 +36,7 @@ def main():
     if module is None:
         sys.exit(f"entry.py: error: {command!r} is not a chkwin command "
                  f"(one of {', '.join(ENTRY_POINTS)})")
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    sys.exit(importlib.import_module(module).main())
 
 
 if __name__ == "__main__":
