@@ -10,7 +10,7 @@
  * Records go through one ring buffer (--record all), or into history rings
  * of which a checksum failure sends a snapshot (--record failures, the
  * flight recorder); every record that cannot be sent is counted.
- * The loader picks one program per probe (see loader/probe.c) and turns
+ * The loader picks one program per probe (see loader/plan.c) and turns
  * the others off before load.
  */
 #include "vmlinux.h"

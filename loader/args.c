@@ -8,16 +8,16 @@
 
 #include "opts.h"
 
-const char *const chkwin_plan_names[PLAN_PROBES] = {
-	[PLAN_CHKSUM] = "chksum",
-	[PLAN_VERIFY] = "verify",
-	[PLAN_VERIFY_META] = "verify_meta",
-	[PLAN_IGET] = "iget",
-	[PLAN_IRQ] = "irq",
-	[PLAN_IPI] = "ipi",
-	[PLAN_SOFTIRQ] = "softirq",
-	[PLAN_BLOCK] = "block",
-	[PLAN_SAMPLE] = "sample",
+const char *const chkwin_hook_names[HOOKS] = {
+	[HOOK_CHKSUM] = "chksum",
+	[HOOK_VERIFY] = "verify",
+	[HOOK_VERIFY_META] = "verify_meta",
+	[HOOK_IGET] = "iget",
+	[HOOK_IRQ] = "irq",
+	[HOOK_IPI] = "ipi",
+	[HOOK_SOFTIRQ] = "softirq",
+	[HOOK_BLOCK] = "block",
+	[HOOK_SAMPLE] = "sample",
 };
 
 const char *const chkwin_record_names[] = {
@@ -44,7 +44,7 @@ static const char doc[] =
 "    chkwin -r run.log -f csv  # decode a log\n";
 
 enum {
-	OPT_NO_BASE = 0x100,	/* + enum chkwin_plan_probe */
+	OPT_NO_BASE = 0x100,	/* + enum chkwin_hook */
 	OPT_DRY_RUN = 0x200,
 	OPT_HISTORY,
 	OPT_WAKEUP,
@@ -71,15 +71,15 @@ static const struct argp_option options[] = {
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
 	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
-	{ "no-chksum", OPT_NO_BASE + PLAN_CHKSUM, NULL, 0, "No checksum call records", 1 },
-	{ "no-verify", OPT_NO_BASE + PLAN_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
-	{ "no-verify-meta", OPT_NO_BASE + PLAN_VERIFY_META, NULL, 0,
+	{ "no-chksum", OPT_NO_BASE + HOOK_CHKSUM, NULL, 0, "No checksum call records", 1 },
+	{ "no-verify", OPT_NO_BASE + HOOK_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
+	{ "no-verify-meta", OPT_NO_BASE + HOOK_VERIFY_META, NULL, 0,
 	  "No other metadata checksum verdicts", 1 },
-	{ "no-iget", OPT_NO_BASE + PLAN_IGET, NULL, 0, "No __ext4_iget() results", 1 },
-	{ "no-irq", OPT_NO_BASE + PLAN_IRQ, NULL, 0, "No interrupt arrivals", 1 },
-	{ "no-ipi", OPT_NO_BASE + PLAN_IPI, NULL, 0, "No IPI kinds on arrivals", 1 },
-	{ "no-softirq", OPT_NO_BASE + PLAN_SOFTIRQ, NULL, 0, "No softirq runs", 1 },
-	{ "no-block", OPT_NO_BASE + PLAN_BLOCK, NULL, 0, "No block requests", 1 },
+	{ "no-iget", OPT_NO_BASE + HOOK_IGET, NULL, 0, "No __ext4_iget() results", 1 },
+	{ "no-irq", OPT_NO_BASE + HOOK_IRQ, NULL, 0, "No interrupt arrivals", 1 },
+	{ "no-ipi", OPT_NO_BASE + HOOK_IPI, NULL, 0, "No IPI kinds on arrivals", 1 },
+	{ "no-softirq", OPT_NO_BASE + HOOK_SOFTIRQ, NULL, 0, "No softirq runs", 1 },
+	{ "no-block", OPT_NO_BASE + HOOK_BLOCK, NULL, 0, "No block requests", 1 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the full help", 0 },
 	{ 0 },
 };
@@ -196,7 +196,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	default:
-		if (key >= OPT_NO_BASE && key < OPT_NO_BASE + PLAN_PROBES) {
+		if (key >= OPT_NO_BASE && key < OPT_NO_BASE + HOOKS) {
 			o->off[key - OPT_NO_BASE] = true;
 			break;
 		}

@@ -4,7 +4,7 @@
 #define CHKWIN_CALLERS_H
 
 #include "kallsyms.h"
-#include "probe.h"
+#include "plan.h"
 
 /* Where BTF has no enum ext4_chksum_caller (stock kernels): the lab patch's names. */
 void chkwin_callers_default(struct chkwin_plan *plan);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * chkwin: record where interrupts land relative to ext4 checksum work.
- * Open the BPF object, configure it from the plan that probe.c made for
+ * Open the BPF object, configure it from the plan that plan.c made for
  * this kernel, load, attach each chosen program, stream the ring buffer to
  * the log while printing a summary per interval, then detach, drain and
  * write the trailer.
@@ -19,12 +19,12 @@
 #include "header.h"
 #include "logfile.h"
 #include "opts.h"
-#include "probe.h"
+#include "plan.h"
 #include "readlog.h"
 #include "sampler.h"
 #include "stats.h"
 #include "summary.h"
-#include "text.h"
+#include "strbuf.h"
 
 #define MAX_LINKS 32
 
@@ -70,23 +70,29 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The plan as the log header will say it (chkwin_plan_text), one
+ * "chkwin: KEY VALUE" line each, then what only a reader needs told. */
 static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkwin_opts *o)
 {
+	struct text t = { 0 };
+	char *line, *next, *eq;
 	int i;
 
-	for (i = 0; i < PLAN_PROBES; i++)
-		fprintf(out, "chkwin: %-8s %s\n", chkwin_plan_names[i], p->mode[i] ? p->mode[i] : "absent");
-	for (i = 0; i < CHKWIN_FUNCS; i++)
-		if (p->func[i].name)
-			fprintf(out, "chkwin: func.%d   %s 0x%llx-0x%llx\n", i, p->func[i].name,
-				(unsigned long long)p->func[i].start,
-				(unsigned long long)p->func[i].end);
+	chkwin_plan_text(&t, p);
+	for (line = t.buf; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		fprintf(out, "chkwin: %-8s %s\n",
+			strncmp(line, "mode.", 5) ? line : line + 5, eq + 1);
+	}
+	text_free(&t);
 	for (i = 0; i < CHKWIN_WINDOWS; i++)
-		if (p->window[i].start)
-			fprintf(out, "chkwin: %-8s 0x%llx-0x%llx\n", chkwin_window_keys[i],
-				(unsigned long long)p->window[i].start,
-				(unsigned long long)p->window[i].end);
-		else
+		if (!p->window[i].start)
 			fprintf(out, "chkwin: %-8s absent (no emulation in this kernel)\n",
 				chkwin_window_keys[i]);
 	if (o->sample_hz)
@@ -104,29 +110,29 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 /* Exactly the programs the plan chose get loaded. */
 static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 {
-	bool chksum = chkwin_plan_on(p, PLAN_CHKSUM), irq = chkwin_plan_on(p, PLAN_IRQ);
-	bool iget = chkwin_plan_on(p, PLAN_IGET), block = chkwin_plan_on(p, PLAN_BLOCK);
-	bool softirq = chkwin_plan_on(p, PLAN_SOFTIRQ);
+	bool chksum = chkwin_plan_on(p, HOOK_CHKSUM), irq = chkwin_plan_on(p, HOOK_IRQ);
+	bool iget = chkwin_plan_on(p, HOOK_IGET), block = chkwin_plan_on(p, HOOK_BLOCK);
+	bool softirq = chkwin_plan_on(p, HOOK_SOFTIRQ);
 
 	bpf_program__set_autoload(s->progs.chksum_begin_tp, chksum && p->use_chksum_tp);
 	bpf_program__set_autoload(s->progs.chksum_end_tp, chksum && p->use_chksum_tp);
 	bpf_program__set_autoload(s->progs.chksum_update_entry, chksum && !p->use_chksum_tp);
 	bpf_program__set_autoload(s->progs.chksum_update_return, chksum && !p->use_chksum_tp);
-	bpf_program__set_autoload(s->progs.verify_tp, chkwin_plan_on(p, PLAN_VERIFY));
+	bpf_program__set_autoload(s->progs.verify_tp, chkwin_plan_on(p, HOOK_VERIFY));
 	bpf_program__set_autoload(s->progs.metadata_verify_tp,
-				  chkwin_plan_on(p, PLAN_VERIFY_META));
+				  chkwin_plan_on(p, HOOK_VERIFY_META));
 	bpf_program__set_autoload(s->progs.iget_fexit, iget && p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_entry, iget && !p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_return, iget && !p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.irq_entry_regs, irq && p->use_irq_regs);
 	bpf_program__set_autoload(s->progs.irq_entry_stack, irq && !p->use_irq_regs);
 	bpf_program__set_autoload(s->progs.irq_exit, irq);
-	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, PLAN_IPI));
+	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, HOOK_IPI));
 	bpf_program__set_autoload(s->progs.softirq_entry, softirq);
 	bpf_program__set_autoload(s->progs.softirq_exit, softirq);
 	bpf_program__set_autoload(s->progs.block_rq_issue, block);
 	bpf_program__set_autoload(s->progs.block_rq_complete, block);
-	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, PLAN_SAMPLE));
+	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, HOOK_SAMPLE));
 }
 
 static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,

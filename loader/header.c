@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 
 #include "header.h"
+#include "names.h"
 
 const char *chkwin_flavour(const char *release)
 {
@@ -56,6 +57,27 @@ static void irq_names(struct text *t)
 	fclose(f);
 }
 
+void chkwin_plan_text(struct text *t, const struct chkwin_plan *p)
+{
+	char key[32];
+	int i;
+
+	for (i = 0; i < HOOKS; i++) {
+		snprintf(key, sizeof(key), "mode.%s", chkwin_hook_names[i]);
+		text_kv(t, key, p->mode[i] ? p->mode[i] : "absent");
+	}
+	for (i = 0; i < CHKWIN_FUNCS; i++)
+		if (p->func[i].name)
+			text_add(t, "func.%d=%s 0x%llx 0x%llx\n", i, p->func[i].name,
+				 (unsigned long long)p->func[i].start,
+				 (unsigned long long)p->func[i].end);
+	for (i = 0; i < CHKWIN_WINDOWS; i++)
+		if (p->window[i].start)
+			text_add(t, "%s=0x%llx 0x%llx\n", chkwin_window_keys[i],
+				 (unsigned long long)p->window[i].start,
+				 (unsigned long long)p->window[i].end);
+}
+
 void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 			const struct chkwin_plan *p, int ncpus, uint64_t started_ns)
 {
@@ -89,20 +111,7 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	text_add(t, "wakeup_bytes=%ld\n", o->wakeup_kb << 10);
 	if (o->floor)
 		text_kv(t, "floor", "on");
-	for (i = 0; i < PLAN_PROBES; i++) {
-		snprintf(buf, sizeof(buf), "mode.%s", chkwin_plan_names[i]);
-		text_kv(t, buf, p->mode[i] ? p->mode[i] : "absent");
-	}
-	for (i = 0; i < CHKWIN_FUNCS; i++)
-		if (p->func[i].name)
-			text_add(t, "func.%d=%s 0x%llx 0x%llx\n", i, p->func[i].name,
-				 (unsigned long long)p->func[i].start,
-				 (unsigned long long)p->func[i].end);
-	for (i = 0; i < CHKWIN_WINDOWS; i++)
-		if (p->window[i].start)
-			text_add(t, "%s=0x%llx 0x%llx\n", chkwin_window_keys[i],
-				 (unsigned long long)p->window[i].start,
-				 (unsigned long long)p->window[i].end);
+	chkwin_plan_text(t, p);
 	text_kv(t, "caller_source", p->caller_source);
 	for (i = 0; i < p->ncallers; i++)
 		if (p->callers[i])

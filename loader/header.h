@@ -7,10 +7,13 @@
 
 #include "logfile.h"
 #include "opts.h"
-#include "probe.h"
+#include "plan.h"
 #include "stats.h"
-#include "text.h"
+#include "strbuf.h"
 
+/* The plan's lines of the header: mode.HOOK, func.N and the windows found;
+ * --dry-run prints the same lines. */
+void chkwin_plan_text(struct text *t, const struct chkwin_plan *p);
 void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 			const struct chkwin_plan *p, int ncpus, uint64_t started_ns);
 void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES],

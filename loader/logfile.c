@@ -16,21 +16,11 @@
 
 #include "logfile.h"
 #include "logtext.h"
+#include "names.h"
 
 #define FILE_HEAD_V1	16
 #define FILE_HEAD_LEN	24	/* version 2 on: plus the header CRC and 4 zero bytes */
 #define CHUNK_HEAD_LEN	16
-
-static const char *const rec_names[CHKWIN_REC_TYPES] = {
-	[CHKWIN_REC_CHKSUM] = "chksum",
-	[CHKWIN_REC_VERIFY] = "verify",
-	[CHKWIN_REC_IGET] = "iget",
-	[CHKWIN_REC_IRQ] = "irq",
-	[CHKWIN_REC_SOFTIRQ] = "softirq",
-	[CHKWIN_REC_BLOCK] = "block",
-	[CHKWIN_REC_SAMPLE] = "sample",
-	[CHKWIN_REC_SNAPSHOT] = "snapshot",
-};
 
 /* Version 3 added the snapshot record; earlier logs cannot hold one. */
 static unsigned int rec_types(unsigned int version)
@@ -40,11 +30,6 @@ static unsigned int rec_types(unsigned int version)
 
 _Static_assert(sizeof(struct chkwin_rec) == CHKWIN_REC_SIZE,
 	       "records are 64 bytes (docs/log-format.md)");
-
-const char *chkwin_rec_name(unsigned int type)
-{
-	return type > 0 && type < CHKWIN_REC_TYPES ? rec_names[type] : NULL;
-}
 
 static void put_u16(uint8_t *p, uint16_t v)
 {

@@ -34,8 +34,6 @@ int chkwin_log_flush(struct chkwin_log_writer *w);
 int chkwin_log_trailer(struct chkwin_log_writer *w, const char *text);
 int chkwin_log_close(struct chkwin_log_writer *w);
 
-/* Record type names as the log format document spells them. */
-const char *chkwin_rec_name(unsigned int type);
 
 enum chkwin_log_status {
 	CHKWIN_LOG_COMPLETE,

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "logfile.h"
+#include "names.h"
 #include "logtext.h"
 
 #define MAX_LINES	4096

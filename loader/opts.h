@@ -9,21 +9,22 @@
 
 #include "chkwin.h"
 
-/* Probes as the user and the log name them ("mode.NAME"). */
-enum chkwin_plan_probe {
-	PLAN_CHKSUM,
-	PLAN_VERIFY,
-	PLAN_VERIFY_META,
-	PLAN_IGET,
-	PLAN_IRQ,
-	PLAN_IPI,
-	PLAN_SOFTIRQ,
-	PLAN_BLOCK,
-	PLAN_SAMPLE,
-	PLAN_PROBES,
+/* The hooks a plan attaches, as the user (--no-NAME) and the log (mode.NAME)
+ * name them; the BPF side's enum chkwin_probe names what emits records. */
+enum chkwin_hook {
+	HOOK_CHKSUM,
+	HOOK_VERIFY,
+	HOOK_VERIFY_META,
+	HOOK_IGET,
+	HOOK_IRQ,
+	HOOK_IPI,
+	HOOK_SOFTIRQ,
+	HOOK_BLOCK,
+	HOOK_SAMPLE,
+	HOOKS,
 };
 
-extern const char *const chkwin_plan_names[PLAN_PROBES];
+extern const char *const chkwin_hook_names[HOOKS];
 /* --record values, indexed by enum chkwin_record_mode; the log's "record" key. */
 extern const char *const chkwin_record_names[];
 
@@ -48,7 +49,7 @@ struct chkwin_opts {
 	enum chkwin_format format;
 	int cpu;		/* -1: all */
 	long sample_hz;		/* 0: no sampler */
-	bool off[PLAN_PROBES];	/* turned off by the user */
+	bool off[HOOKS];	/* turned off by the user */
 	enum chkwin_attach_mode mode;
 	enum chkwin_record_mode record;
 	long history;		/* failures mode: K, records per history ring */

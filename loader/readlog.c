@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "logfile.h"
+#include "names.h"
 #include "readlog.h"
-#include "stats.h"
-#include "text.h"
+#include "strbuf.h"
 
 #define MAX_FIELDS 16
 

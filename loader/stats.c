@@ -5,55 +5,8 @@
 #include <string.h>
 #include <bpf/bpf.h>
 
+#include "names.h"
 #include "stats.h"
-
-const char *const chkwin_class_names[CHKWIN_CLASSES] = {
-	[CHKWIN_CLASS_WINDOW] = "window",
-	[CHKWIN_CLASS_CHKSUM] = "chksum",
-	[CHKWIN_CLASS_KERNEL] = "kernel",
-	[CHKWIN_CLASS_USER] = "user",
-	[CHKWIN_CLASS_UNKNOWN] = "unknown",
-};
-
-const char *const chkwin_probe_names[CHKWIN_PROBES] = {
-	[CHKWIN_PROBE_CHKSUM] = "chksum",
-	[CHKWIN_PROBE_VERIFY] = "verify",
-	[CHKWIN_PROBE_IGET] = "iget",
-	[CHKWIN_PROBE_IRQ] = "irq",
-	[CHKWIN_PROBE_SOFTIRQ] = "softirq",
-	[CHKWIN_PROBE_BLOCK] = "block",
-	[CHKWIN_PROBE_SAMPLE] = "sample",
-	[CHKWIN_PROBE_SNAPSHOT] = "snapshot",
-};
-
-static const char *const plain_counters[CHKWIN_CNT_IRQ_CLASS] = {
-	[CHKWIN_CNT_CHKSUM] = "chksum",
-	[CHKWIN_CNT_CHKSUM_WINDOW] = "chksum_window",
-	[CHKWIN_CNT_CHKSUM_NESTED] = "chksum_nested",
-	[CHKWIN_CNT_VERIFY] = "verify",
-	[CHKWIN_CNT_VERIFY_BAD] = "verify_bad",
-	[CHKWIN_CNT_IGET] = "iget",
-	[CHKWIN_CNT_IGET_BADCRC] = "iget_badcrc",
-	[CHKWIN_CNT_IRQ_UNHANDLED] = "irq_unhandled",
-	[CHKWIN_CNT_SOFTIRQ] = "softirq",
-	[CHKWIN_CNT_BLOCK] = "block",
-	[CHKWIN_CNT_SNAPSHOT] = "snapshot",
-	[CHKWIN_CNT_EVICTED] = "evicted",
-	[CHKWIN_CNT_FROZEN] = "frozen",
-};
-
-const char *chkwin_counter_name(int i, char *buf, unsigned long len)
-{
-	if (i < CHKWIN_CNT_IRQ_CLASS)
-		return plain_counters[i];
-	if (i < CHKWIN_CNT_SAMPLE_CLASS)
-		snprintf(buf, len, "irq.%s", chkwin_class_names[i - CHKWIN_CNT_IRQ_CLASS]);
-	else if (i < CHKWIN_CNT_LOST)
-		snprintf(buf, len, "sample.%s", chkwin_class_names[i - CHKWIN_CNT_SAMPLE_CLASS]);
-	else
-		snprintf(buf, len, "lost.%s", chkwin_probe_names[i - CHKWIN_CNT_LOST]);
-	return buf;
-}
 
 /* Sum entries [0, n) of a per-CPU array of u64 into out. */
 static int sum_percpu(int map_fd, int ncpus, uint64_t *out, uint32_t n)

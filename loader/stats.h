@@ -17,12 +17,6 @@ struct chkwin_hist {
 	uint64_t v[CHKWIN_HIST_ENTRIES];
 };
 
-extern const char *const chkwin_class_names[CHKWIN_CLASSES];
-extern const char *const chkwin_probe_names[CHKWIN_PROBES];
-
-/* Name of counter i as the trailer spells it (count.NAME). */
-const char *chkwin_counter_name(int i, char *buf, unsigned long len);
-
 int chkwin_counts_read(int map_fd, int ncpus, struct chkwin_counts *out);
 int chkwin_hist_read(int map_fd, int ncpus, struct chkwin_hist *out);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
 #include "summary.h"
 
 #define BAR_WIDTH 40
@@ -13,7 +14,7 @@ void chkwin_summary_init(struct chkwin_summary *s, FILE *out, enum chkwin_format
 	memset(s, 0, sizeof(*s));
 	s->out = out;
 	s->format = format;
-	s->verify_on = chkwin_plan_on(plan, PLAN_VERIFY);
+	s->verify_on = chkwin_plan_on(plan, HOOK_VERIFY);
 }
 
 static uint64_t delta(const struct chkwin_summary *s, const struct chkwin_counts *now, int i)

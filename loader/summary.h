@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "opts.h"
-#include "probe.h"
+#include "plan.h"
 #include "stats.h"
 
 struct chkwin_summary {

@@ -281,13 +281,11 @@ def differ(py, c):
 
 
 def build_reader(out):
-    loader = REPO / "loader"
-    srcs = ["readlog.c", "logfile.c", "logtext.c", "text.c", "stats.c"]
-    subprocess.run(["gcc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-                    f"-I{loader}", f"-I{REPO / 'bpf'}", "-o", str(out),
-                    str(REPO / "tests/c/read_main.c")] + [str(loader / s) for s in srcs]
-                   + ["-lbpf", "-lz"], check=True)
-    return out
+    """The C reader alone (loader/Makefile's reader: tests/c/read_main.c
+    and the log format's C), built into the directory out."""
+    subprocess.run(["make", "-s", "-C", str(REPO / "loader"), f"OUT={out}", "reader"],
+                   check=True)
+    return out / "host/read_main"
 
 
 def _alarm(signum, frame):
@@ -303,7 +301,7 @@ def run(count, seed, report_every=0, mem_gib=2):
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        reader = build_reader(tmp / "read_main")
+        reader = build_reader(tmp)
         base = bases(tmp)
         path = tmp / "variant.bin"
         for what, data in variants(count, seed, base):

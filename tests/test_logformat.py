@@ -19,14 +19,11 @@ DOC_TYPES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "u64": 8}
 
 @pytest.fixture(scope="module")
 def c_side(tmp_path_factory):
-    out = tmp_path_factory.mktemp("layout") / "layout"
-    loader = REPO / "loader"
-    subprocess.run(["gcc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", f"-I{loader}",
-                    f"-I{REPO / 'bpf'}", "-o", str(out), str(REPO / "tests/c/layout.c"),
-                    str(loader / "logfile.c"), str(loader / "logtext.c"),
-                    str(loader / "stats.c"), "-lbpf", "-lz"], check=True)
-    return json.loads(subprocess.run([str(out)], capture_output=True, text=True,
-                                     check=True).stdout)
+    out = tmp_path_factory.mktemp("layout")
+    subprocess.run(["make", "-s", "-C", str(REPO / "loader"), f"OUT={out}", "layout"],
+                   check=True)
+    return json.loads(subprocess.run([str(out / "host/layout")], capture_output=True,
+                                     text=True, check=True).stdout)
 
 
 def test_constants_and_names_agree(c_side):

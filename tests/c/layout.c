@@ -9,7 +9,7 @@
 
 #include "logfile.h"
 #include "logtext.h"
-#include "stats.h"
+#include "names.h"
 
 #define FIELD(member, field) \
 	printf("%s[\"%s\", %zu, %zu]", first ? "" : ", ", #field, \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Feature probing: what this kernel offers, and which program serves each probe. */
-#ifndef CHKWIN_PROBE_H
-#define CHKWIN_PROBE_H
+#ifndef CHKWIN_PLAN_H
+#define CHKWIN_PLAN_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,7 +15,7 @@
 
 struct chkwin_plan {
 	/* How each probe attaches ("tp_btf", "kprobe+kretprobe", "off"...). */
-	const char *mode[PLAN_PROBES];
+	const char *mode[HOOKS];
 	bool use_fexit_iget;
 	bool use_irq_regs;
 	bool use_chksum_tp;
@@ -61,6 +61,6 @@ int chkwin_plan_make(const struct chkwin_opts *opts, struct chkwin_plan *plan);
 void chkwin_plan_free(struct chkwin_plan *plan);
 
 /* Whether a mode string means something was attached. */
-bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_plan_probe p);
+bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_hook p);
 
-#endif /* CHKWIN_PROBE_H */
+#endif /* CHKWIN_PLAN_H */

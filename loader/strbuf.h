@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* A growing string for the log's key=value header and trailer; JSON strings. */
-#ifndef CHKWIN_TEXT_H
-#define CHKWIN_TEXT_H
+#ifndef CHKWIN_STRBUF_H
+#define CHKWIN_STRBUF_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -21,4 +21,4 @@ void text_free(struct text *t);
 /* A JSON string of at most len bytes of s (it may end sooner at a NUL). */
 void json_str(FILE *out, const char *s, size_t len);
 
-#endif /* CHKWIN_TEXT_H */
+#endif /* CHKWIN_STRBUF_H */

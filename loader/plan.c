@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Which program serves each probe on this kernel.  Lab kernels have the
+ * Which program serves each hook on this kernel.  Lab kernels have the
  * ext4 checksum tracepoints; a stock kernel inlines ext4_chksum(), so the
  * crc32c shash update and __ext4_iget() are kprobed instead (caller kinds
  * then come from the stack, callers.c).  fexit is
@@ -19,7 +19,7 @@
 
 #include "callers.h"
 #include "kallsyms.h"
-#include "probe.h"
+#include "plan.h"
 
 struct kernel_btf {
 	struct btf *vmlinux;
@@ -174,23 +174,23 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	int i, n = 0;
 
 	p->kernel_kind = tp ? "lab" : "stock";
-	if (o->off[PLAN_CHKSUM]) {
-		p->mode[PLAN_CHKSUM] = "off";
+	if (o->off[HOOK_CHKSUM]) {
+		p->mode[HOOK_CHKSUM] = "off";
 	} else if (tp && o->mode != ATTACH_FALLBACK) {
-		p->mode[PLAN_CHKSUM] = "tp_btf";
+		p->mode[HOOK_CHKSUM] = "tp_btf";
 		p->use_chksum_tp = true;
 	} else if (o->mode == ATTACH_TRACEPOINT) {
 		return failed(p, "no ext4_chksum_begin/_end tracepoints in %s (not a chkwin kernel?)",
 			      "kernel BTF");
 	} else if ((update = ksyms_pick(ks, "chksum_update", "crc32c_generic", &n))) {
-		p->mode[PLAN_CHKSUM] = "kprobe:chksum_update";
+		p->mode[HOOK_CHKSUM] = "kprobe:chksum_update";
 		func = "chksum_update";
 		if (n > 1) {
 			p->chksum_update_addr = update->addr;
 			snprintf(p->chksum_mode, sizeof(p->chksum_mode),
 				 "kprobe:crc32c_generic:chksum_update@0x%llx (%d share the name)",
 				 (unsigned long long)update->addr, n);
-			p->mode[PLAN_CHKSUM] = p->chksum_mode;
+			p->mode[HOOK_CHKSUM] = p->chksum_mode;
 		}
 	} else if (n > 1) {
 		snprintf(p->error, sizeof(p->error),
@@ -223,31 +223,31 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 {
 	bool tp = has_tp(kb, "ext4_inode_csum_verify");
 
-	if (o->off[PLAN_VERIFY])
-		p->mode[PLAN_VERIFY] = "off";
+	if (o->off[HOOK_VERIFY])
+		p->mode[HOOK_VERIFY] = "off";
 	else if (tp && o->mode != ATTACH_FALLBACK)
-		p->mode[PLAN_VERIFY] = "tp_btf";
+		p->mode[HOOK_VERIFY] = "tp_btf";
 	else if (o->mode == ATTACH_TRACEPOINT)
 		return failed(p, "no ext4_inode_csum_verify tracepoint in %s", "kernel BTF");
 	else
-		p->mode[PLAN_VERIFY] = "absent";
+		p->mode[HOOK_VERIFY] = "absent";
 	/* Newer than the inode verdicts: where it is missing, only they are seen. */
-	if (o->off[PLAN_VERIFY_META])
-		p->mode[PLAN_VERIFY_META] = "off";
+	if (o->off[HOOK_VERIFY_META])
+		p->mode[HOOK_VERIFY_META] = "off";
 	else if (has_tp(kb, "ext4_metadata_csum_verify") && o->mode != ATTACH_FALLBACK)
-		p->mode[PLAN_VERIFY_META] = "tp_btf";
+		p->mode[HOOK_VERIFY_META] = "tp_btf";
 	else
-		p->mode[PLAN_VERIFY_META] = "absent";
+		p->mode[HOOK_VERIFY_META] = "absent";
 
-	if (o->off[PLAN_IGET]) {
-		p->mode[PLAN_IGET] = "off";
+	if (o->off[HOOK_IGET]) {
+		p->mode[HOOK_IGET] = "off";
 	} else if (!ksyms_addr(ks, "__ext4_iget")) {
 		return failed(p, "no %s in kallsyms (is ext4 loaded?)", "__ext4_iget");
 	} else if (o->mode != ATTACH_FALLBACK && fexit_attaches(kb, "__ext4_iget")) {
-		p->mode[PLAN_IGET] = "fexit";
+		p->mode[HOOK_IGET] = "fexit";
 		p->use_fexit_iget = true;
 	} else {
-		p->mode[PLAN_IGET] = "kprobe+kretprobe";
+		p->mode[HOOK_IGET] = "kprobe+kretprobe";
 	}
 	return 0;
 }
@@ -255,30 +255,30 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		    const struct ksyms *ks, struct chkwin_plan *p)
 {
-	if (o->off[PLAN_IRQ]) {
-		p->mode[PLAN_IRQ] = "off";
+	if (o->off[HOOK_IRQ]) {
+		p->mode[HOOK_IRQ] = "off";
 	} else if (!has_tp(kb, "irq_handler_entry") || !has_tp(kb, "irq_handler_exit")) {
 		return failed(p, "no irq_handler_entry/exit tracepoints in %s", "kernel BTF");
 	} else if (o->mode != ATTACH_FALLBACK && ksyms_addr(ks, "__irq_regs")) {
-		p->mode[PLAN_IRQ] = "tp_btf+irq_regs";
+		p->mode[HOOK_IRQ] = "tp_btf+irq_regs";
 		p->use_irq_regs = true;
 	} else if (!ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
 		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
-		p->mode[PLAN_IRQ] = "tp_btf+stack";
+		p->mode[HOOK_IRQ] = "tp_btf+stack";
 	} else {
 		return failed(p, "neither __irq_regs nor the %s vectors in kallsyms",
 			      "el1h_64_irq/el0t_64_irq");
 	}
 
-	if (o->off[PLAN_IPI] || o->off[PLAN_IRQ])
-		p->mode[PLAN_IPI] = "off";
+	if (o->off[HOOK_IPI] || o->off[HOOK_IRQ])
+		p->mode[HOOK_IPI] = "off";
 	else
-		p->mode[PLAN_IPI] = has_tp(kb, "ipi_entry") ? "tp_btf" : "absent";
+		p->mode[HOOK_IPI] = has_tp(kb, "ipi_entry") ? "tp_btf" : "absent";
 
-	if (o->off[PLAN_SOFTIRQ])
-		p->mode[PLAN_SOFTIRQ] = "off";
+	if (o->off[HOOK_SOFTIRQ])
+		p->mode[HOOK_SOFTIRQ] = "off";
 	else if (has_tp(kb, "softirq_entry") && has_tp(kb, "softirq_exit"))
-		p->mode[PLAN_SOFTIRQ] = "tp_btf";
+		p->mode[HOOK_SOFTIRQ] = "tp_btf";
 	else
 		return failed(p, "no softirq_entry/exit tracepoints in %s", "kernel BTF");
 	return 0;
@@ -289,8 +289,8 @@ static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
 {
 	int arity = tp_arity(kb, "block_rq_issue");
 
-	if (o->off[PLAN_BLOCK]) {
-		p->mode[PLAN_BLOCK] = "off";
+	if (o->off[HOOK_BLOCK]) {
+		p->mode[HOOK_BLOCK] = "off";
 		return 0;
 	}
 	if (arity < 1 || arity > 2 || !has_tp(kb, "block_rq_complete"))
@@ -298,7 +298,7 @@ static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
 			      "kernel BTF");
 	/* v5.11 dropped the request_queue argument of block_rq_issue. */
 	p->rq_issue_arg = arity - 1;
-	p->mode[PLAN_BLOCK] = "tp_btf";
+	p->mode[HOOK_BLOCK] = "tp_btf";
 	return 0;
 }
 
@@ -326,7 +326,7 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 		err = plan_irq(o, &kb, &ks, p);
 	if (!err)
 		err = plan_block(o, &kb, p);
-	p->mode[PLAN_SAMPLE] = o->sample_hz ? "perf_event" : "off";
+	p->mode[HOOK_SAMPLE] = o->sample_hz ? "perf_event" : "off";
 	/* A snapshot walks its rings with bpf_loop (5.17). */
 	if (!err && o->record == CHKWIN_RECORD_FAILURES &&
 	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1)
@@ -336,7 +336,7 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 	p->caller_source = "none";
 	if (!err && p->use_chksum_tp) {
 		p->caller_source = "tracepoint";
-	} else if (!err && chkwin_plan_on(p, PLAN_CHKSUM)) {
+	} else if (!err && chkwin_plan_on(p, HOOK_CHKSUM)) {
 		chkwin_callers_default(p);
 		err = chkwin_callers_plan(&ks, p);
 		p->caller_source = "stack";
@@ -357,7 +357,7 @@ void chkwin_plan_free(struct chkwin_plan *p)
 	memset(p->callers, 0, sizeof(p->callers));
 }
 
-bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_plan_probe probe)
+bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_hook probe)
 {
 	const char *m = p->mode[probe];
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text.h"
+#include "strbuf.h"
 
 static int reserve(struct text *t, size_t more)
 {
