@@ -1,4 +1,4 @@
-"""Reader of the chkwin event log, versions 3, 2 and 1 (docs/log-format.md).
+"""Reader of the chkwin event log, versions 4 to 1 (docs/log-format.md).
 
 The C reader (chkwin --read) and this one follow the same document.
 Records come back as a numpy structured array (one dtype for all types,
@@ -7,7 +7,7 @@ millions of records reads in well under a second.
 
     log = chkwinlog.read("log.bin")
     log.status          # "complete" or "truncated"; corrupt raises LogError
-    log.version         # 3; 2 before snapshots, 1 before header CRCs
+    log.version         # 4; 3 before record layouts, 2 before snapshots, 1 before header CRCs
     log.header["mode.chksum"], log.trailer["lost.irq"]
     irqs = log.of("irq"); irqs["pc"], irqs["class"]
 """
@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 
 MAGIC = b"CHKWLOG\0"
-VERSION = 3
+VERSION = 4
 REC_SIZE = 64
 FILE_HEAD_V1 = struct.Struct("<8sHHI")
 FILE_HEAD = struct.Struct("<8sHHIII")     # version 2 on: plus header CRC, 4 zero bytes
@@ -32,9 +32,6 @@ MAX_SPAN = 1 << 20
 MAX_LINES = 4096
 HIST_SLOTS = 256
 
-TYPES = {1: "chksum", 2: "verify", 3: "iget", 4: "irq", 5: "softirq",
-         6: "block", 7: "sample", 8: "snapshot"}
-TYPE_IDS = {name: num for num, name in TYPES.items()}
 CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
 # The probes, in bpf/chkwin.h's enum chkwin_probe order (trailer lost.PROBE).
 PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample", "snapshot"]
@@ -52,27 +49,117 @@ FUNC_NONE = 0xFF
 # Every record: the common head, then the payload, 48 bytes from offset 16.
 HEAD_FIELDS = [("type", "u1", 0), ("flags", "u1", 1), ("cpu", "<u2", 2),
                ("tid", "<u4", 4), ("ts", "<u8", 8)]
+PAYLOAD = REC_SIZE - 16
+MAX_TYPES = 32
+MAX_FIELDS = 16
 
-PAYLOADS = {
-    "chksum": [("end_ns", "<u8", 0), ("seed", "<u4", 8), ("length", "<u4", 12),
-               ("result", "<u4", 16), ("dev", "<u4", 20), ("caller", "<u2", 24),
-               ("irqs", "<u2", 26)],
-    # caller and block only with F_METADATA (an inode verdict has neither).
-    "verify": [("ino", "<u8", 0), ("dev", "<u4", 8), ("stored", "<u4", 12),
-               ("computed", "<u4", 16), ("caller", "<u2", 20), ("block", "<u8", 24)],
-    "iget": [("ino", "<u8", 0), ("dev", "<u4", 8), ("err", "<i4", 12)],
-    "irq": [("pc", "<u8", 0), ("sp", "<u8", 8), ("end_ns", "<u8", 16),
-            ("irq", "<u4", 24), ("offset", "<u2", 28), ("class", "u1", 30),
-            ("el", "u1", 31), ("func", "u1", 32), ("ipi", "S14", 34)],
-    "softirq": [("end_ns", "<u8", 0), ("vec", "<u4", 8)],
-    "block": [("sector", "<u8", 0), ("nr_sectors", "<u4", 8), ("dev", "<u4", 12),
-              ("cmd_flags", "<u4", 16), ("error", "<i4", 20)],
-    "sample": [("pc", "<u8", 0), ("sp", "<u8", 8), ("offset", "<u2", 16),
-               ("class", "u1", 18), ("el", "u1", 19), ("func", "u1", 20)],
-    "snapshot": [("call_horizon", "<u8", 0), ("arrival_horizon", "<u8", 8),
-                 ("history", "<u4", 16), ("calls", "<u4", 20), ("arrivals", "<u4", 24),
-                 ("blocks", "<u4", 28), ("evicted", "<u4", 32), ("trigger", "u1", 36)],
-}
+# Logs before version 4 carry no record layout: theirs, as written then
+# (version 3 added the snapshot).  Never edited; loader/schema.c has the same.
+LEGACY = [
+    b"chksum end_ns:u64@0 seed:u32@8 length:u32@12 result:u32@16 dev:u32@20 "
+    b"caller:u16@24 irqs:u16@26",
+    b"verify ino:u64@0 dev:u32@8 stored:u32@12 computed:u32@16 caller:u16@20?meta "
+    b"block:u64@24?meta",
+    b"iget ino:u64@0 dev:u32@8 err:s32@12",
+    b"irq pc:x64@0 sp:x64@8 end_ns:u64@16 irq:u32@24 offset:u16@28 class:class8@30 "
+    b"el:u8@31 func:u8@32 ipi:str14@34",
+    b"softirq end_ns:u64@0 vec:u32@8",
+    b"block sector:u64@0 nr_sectors:u32@8 dev:u32@12 cmd_flags:u32@16 error:s32@20",
+    b"sample pc:x64@0 sp:x64@8 offset:u16@16 class:class8@18 el:u8@19 func:u8@20",
+    b"snapshot call_horizon:u64@0 arrival_horizon:u64@8 history:u32@16 calls:u32@20 "
+    b"arrivals:u32@24 blocks:u32@28 evicted:u32@32 trigger:type8@36",
+]
+
+# Field codes (loader/schema.c): what a reader does with each.
+SHOWS = ("u", "s", "x", "class", "type", "str")
+_NAME = re.compile(rb"[a-z][a-z0-9_]{0,31}")
+_SMALL = re.compile(rb"[0-9]{1,3}")
+
+
+def _code(c):
+    """(show, size in bytes) of a field code, or None."""
+    for show in SHOWS:
+        k = len(show)
+        if len(c) <= k or not c.startswith(show.encode()) or not _SMALL.fullmatch(c[k:]):
+            continue
+        width = int(c[k:])
+        if show == "str":
+            return (show, width) if 1 <= width <= PAYLOAD else None
+        return (show, width // 8) if width in (8, 16, 32, 64) else None
+    return None
+
+
+def _field(tok):
+    """(name, show, size, offset, meta), or why the field is wrong."""
+    colon = tok.find(b":")
+    at = tok.find(b"@", colon) if colon >= 0 else -1
+    if colon < 0 or at < 0:
+        return "a field that is not name:code@offset"
+    if not _NAME.fullmatch(tok[:colon]):
+        return "a bad name"
+    code = _code(tok[colon + 1:at])
+    if code is None:
+        return "a bad field code"
+    rest, meta = tok[at + 1:], False
+    q = rest.find(b"?")
+    if q >= 0:
+        if rest[q:] != b"?meta":
+            return "a field that is not name:code@offset"
+        rest, meta = rest[:q], True
+    if not _SMALL.fullmatch(rest):
+        return "a field that is not name:code@offset"
+    off = int(rest)
+    if off + code[1] > PAYLOAD:
+        return "a field beyond the 48-byte payload"
+    return tok[:colon].decode(), code[0], code[1], off, meta
+
+
+def schema_line(layout, n, value):
+    """Parse the value of header line record.N into layout ({n: (name,
+    fields)}): None, or why it is wrong (loader/schema.c, the same rules)."""
+    if not 1 <= n < MAX_TYPES:
+        return "not record.N (1-31)"
+    name, fields = None, []
+    for tok in value.split(b" "):
+        if not tok:
+            return "not TYPE FIELD... with single spaces"
+        if name is None:
+            if not _NAME.fullmatch(tok):
+                return "a bad name"
+            name = tok.decode()
+            continue
+        if len(fields) == MAX_FIELDS:
+            return "more than 16 fields"
+        f = _field(tok)
+        if isinstance(f, str):
+            return f
+        if any(g[0] == f[0] for g in fields):
+            return "a field named twice"
+        fields.append(f)
+    if not fields:
+        return "not TYPE FIELD... with single spaces"
+    if any(m != n and other[0] == name for m, other in layout.items()):
+        return "a record type named twice"
+    layout[n] = (name, fields)
+    return None
+
+
+def legacy_layout(version):
+    """The record layout of a version 1-3 log."""
+    layout = {}
+    for n, line in enumerate(LEGACY[:7 if version < 3 else 8], 1):
+        schema_line(layout, n, line)
+    return layout
+
+
+_FORMATS = {("u", 1): "u1", ("u", 2): "<u2", ("u", 4): "<u4", ("u", 8): "<u8",
+            ("s", 1): "i1", ("s", 2): "<i2", ("s", 4): "<i4", ("s", 8): "<i8"}
+
+
+def _format(show, size):
+    if show == "str":
+        return f"S{size}"
+    return _FORMATS[("s" if show == "s" else "u", size)]
 
 
 def _dtype(fields):
@@ -81,16 +168,32 @@ def _dtype(fields):
                      "offsets": list(offsets), "itemsize": REC_SIZE})
 
 
+class Layout:
+    """A log's record types: numbers, names, each type's fields (name,
+    show, size, offset, meta) and the numpy dtype that views a record."""
+
+    def __init__(self, layout):
+        self.types = {n: name for n, (name, _) in sorted(layout.items())}
+        self.type_ids = {name: n for n, name in self.types.items()}
+        self.fields = {name: fields for name, fields in layout.values()}
+        self.dtypes = {name: _dtype(HEAD_FIELDS + [(f[0], _format(f[1], f[2]), 16 + f[3])
+                                                   for f in fields])
+                       for name, fields in layout.values()}
+
+
+# The layout this reader writes synthetic logs with, and the names the
+# analysis expects: version 3's, which version 4 logs written by this
+# loader carry in their header.
+CURRENT = Layout(legacy_layout(3))
+TYPES, TYPE_IDS, DTYPES = CURRENT.types, CURRENT.type_ids, CURRENT.dtypes
 HEAD_DTYPE = _dtype(HEAD_FIELDS)
-DTYPES = {kind: _dtype(HEAD_FIELDS + [(n, f, 16 + o) for n, f, o in fields])
-          for kind, fields in PAYLOADS.items()}
 
 
 class LogError(Exception):
     """A corrupt log or not a log: the message names the byte offset."""
 
     def __init__(self, offset, what):
-        super().__init__(f"{what} at byte {offset}")
+        super().__init__(what if offset is None else f"{what} at byte {offset}")
         self.offset = offset
 
 
@@ -157,6 +260,12 @@ def _header_value(key, v, facts):
         f = _fields(v, 2)
         if not f or not _range(f[0], f[1], False):
             return "not START END with 0 <= END - START <= 1 MiB"
+    elif _prefixed(key, b"record."):
+        n = _dec(key[len(b"record."):])
+        if not _indexed(key, b"record.", MAX_TYPES - 1) or not n:
+            return "not record.N (1-31)"
+        facts["has_schema"] = True
+        return schema_line(facts.setdefault("schema", {}), n, v)
     elif _prefixed(key, b"caller.") or _prefixed(key, b"irq."):
         if not (_indexed(key, b"caller.", 0xFFFFFFFF) or _indexed(key, b"irq.", 0xFFFFFFFF)):
             return "not a numbered key"
@@ -176,7 +285,7 @@ def _trailer_value(key, v, facts):
             return "not a whole number"
         name = key[len(b"records."):].decode("ascii", "replace") \
             if key.startswith(b"records.") else None
-        if name in TYPE_IDS:
+        if name in facts["layout"].type_ids:
             facts.setdefault("records", {})[name] = n
     elif _prefixed(key, b"hist."):
         pairs = v.split(b" ")
@@ -228,8 +337,9 @@ def check_text(raw, base, trailer, facts):
 
 class Log:
     def __init__(self, header, trailer, records, status, end_offset, reason, version,
-                 raw=(b"", None), chunks=()):
+                 layout=CURRENT, raw=(b"", None), chunks=()):
         self.version = version
+        self.layout = layout            # its record types and their fields
         # The header and trailer text as bytes (NUL padding stripped), and
         # (first record index, file offset of its body) of each chunk.
         self.raw_header, self.raw_trailer = raw
@@ -247,17 +357,34 @@ class Log:
 
     def of(self, kind):
         """Records of one type, as a structured array in file order."""
-        rows = self.records[self._types == TYPE_IDS[kind]]
-        return np.ascontiguousarray(rows).view(DTYPES[kind]).reshape(-1)
+        rows = self.records[self._types == self.layout.type_ids.get(kind, -1)]
+        return np.ascontiguousarray(rows).view(self.dtype(kind)).reshape(-1)
+
+    def check_analysable(self):
+        """The analysis reads records by the names and codes of the fields
+        this reader knows (CURRENT): a log whose layout gives a type it has
+        other fields is read, but not analysed (LogError, one line)."""
+        for kind, fields in CURRENT.fields.items():
+            have = {f[0]: f[1:3] for f in self.layout.fields.get(kind, fields)}
+            for f in fields:
+                if have.get(f[0]) != f[1:3]:
+                    raise LogError(None, f"its {kind} records have no {f[0]} field of "
+                                   f"code {f[1]}{f[2] * (1 if f[1] == 'str' else 8)}, which "
+                                   f"the analysis needs (a log of another chkwin version?)")
+
+    def dtype(self, kind):
+        """The dtype of a record type in this log's layout (a type it does
+        not have: the current layout's, for its empty arrays)."""
+        return self.layout.dtypes.get(kind) or DTYPES[kind]
 
     def rows(self, kind):
         """Indexes (file order) of the records of one type."""
-        return np.nonzero(self._types == TYPE_IDS[kind])[0]
+        return np.nonzero(self._types == self.layout.type_ids.get(kind, -1))[0]
 
     def field(self, kind, name, rows):
         """One payload field of the given records, gathered without copying
         whole records: what millions-of-records analyses use instead of of()."""
-        return self.records.view(DTYPES[kind]).reshape(-1)[name][rows]
+        return self.records.view(self.dtype(kind)).reshape(-1)[name][rows]
 
     def positions(self):
         """The file offset of every record, in file order."""
@@ -336,17 +463,13 @@ class Log:
         return int(value)
 
 
-def record_types(version):
-    """How many record types a log of this version can hold: version 3
-    added the snapshot."""
-    return len(TYPES) if version >= 3 else TYPE_IDS["snapshot"] - 1
-
-
-def _check_records(rows, base, cpus, version):
+def _check_records(rows, base, cpus, layout):
     """Offset of the first record that cannot be right, or None."""
     types = rows[:, 0]
     cpu = rows[:, 2].astype(np.uint32) | (rows[:, 3].astype(np.uint32) << 8)
-    bad = (types < 1) | (types > record_types(version))
+    known = np.zeros(256, bool)
+    known[list(layout.types)] = True
+    bad = ~known[types]
     if cpus:
         bad |= cpu >= cpus
     if bad.any():
@@ -391,6 +514,13 @@ def parse(data):
             raise LogError(20, "reserved file header bytes not zero")
     facts = {}
     header = check_text(htext, head.size, False, facts)
+    # Version 4 on, the header says the record layout; before, it was fixed.
+    if facts.get("has_schema", False) != (version >= 4):
+        raise LogError(head.size, f"record.N lines in a version {version} log"
+                       if facts.get("has_schema") else
+                       f"no record.N lines in a version {version} log")
+    layout = Layout(facts["schema"] if version >= 4 else legacy_layout(version))
+    facts["layout"] = layout
     cpus = facts.get("cpus", 0)
     buf = np.frombuffer(data, dtype=np.uint8)
     if not buf.flags.writeable:
@@ -400,7 +530,7 @@ def parse(data):
     chunks = []
     # Records per type, chunk by chunk: one count over the whole log would
     # cast ten million type bytes to a temporary 80 MB array.
-    counts = np.zeros(len(TYPES) + 1, np.int64)
+    counts = np.zeros(256, np.int64)
 
     def keep(rows):
         nonlocal dst
@@ -409,7 +539,7 @@ def parse(data):
 
     def done(status, trailer, end, reason, ttext=None):
         rows = buf[first:dst].reshape(-1, REC_SIZE)
-        return Log(header, trailer, rows, status, end, reason, version,
+        return Log(header, trailer, rows, status, end, reason, version, layout,
                    (htext.split(b"\0", 1)[0],
                     None if ttext is None else ttext.split(b"\0", 1)[0]), chunks)
 
@@ -433,7 +563,7 @@ def parse(data):
                 raise LogError(body + count, "bytes after the trailer")
             ttext = bytes(view[body:body + count])
             trailer = check_text(ttext, body, True, facts)
-            for num, name in TYPES.items():
+            for num, name in layout.types.items():
                 said = facts.get("records", {}).get(name)
                 if said is not None and said != counts[num]:
                     raise LogError(facts["records_at"][name],
@@ -445,7 +575,7 @@ def parse(data):
         avail = (size - body) // REC_SIZE
         whole = min(avail, count)
         rows = buf[body:body + whole * REC_SIZE].reshape(-1, REC_SIZE)
-        bad = _check_records(rows, body, cpus, version)
+        bad = _check_records(rows, body, cpus, layout)
         if avail < count:
             if bad is not None:
                 raise LogError(off, "bad record in the last chunk")
@@ -462,7 +592,7 @@ def parse(data):
         if version > 1:
             chain = want
         chunks.append(((dst - first) // REC_SIZE, body))
-        counts += np.bincount(rows[:, 0], minlength=len(TYPES) + 1)
+        counts += np.bincount(rows[:, 0], minlength=256)
         keep(rows)
         off = body + count * REC_SIZE
         seq += 1

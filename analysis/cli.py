@@ -47,7 +47,10 @@ def load(path, args):
         geo = fsgeom.find(path, args.geometry, args.image)
     except fsgeom.GeometryError as e:
         raise Fail(str(e)) from None
-    return log, correlate.Correlation(log, geo)
+    try:
+        return log, correlate.Correlation(log, geo)
+    except chkwinlog.LogError as e:
+        raise Fail(f"{path}: cannot analyse: {e}") from None
 
 
 def cmd_read(args):

@@ -49,7 +49,7 @@ def table(log, kind, names, where=None):
     ts = log.field(kind, "ts", rows)
     order = np.argsort(ts, kind="stable")
     rows = rows[order]
-    dt = chkwinlog.DTYPES[kind]
+    dt = log.dtype(kind)
     out = np.empty(len(rows), [("row", "<u4"), ("ts", "<u8")]
                    + [(n, dt.fields[n][0]) for n in names])
     out["row"], out["ts"] = rows, ts[order]
@@ -61,7 +61,7 @@ def table(log, kind, names, where=None):
 
 def record(log, kind, row):
     """One whole record, for the few (failures) that are reported in full."""
-    return log.records[row:row + 1].view(chkwinlog.DTYPES[kind]).reshape(-1)[0]
+    return log.records[row:row + 1].view(log.dtype(kind)).reshape(-1)[0]
 
 
 class Arrivals:
@@ -141,6 +141,7 @@ def verdict_kind(rec, source):
 
 class Correlation:
     def __init__(self, log, geometry=None):
+        log.check_analysable()
         self.log = log
         self.geometry = geometry
         self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller"])

@@ -1,14 +1,12 @@
 """A log as JSON lines, byte for byte what `chkwin --read -f json` prints
 (loader/readlog.c): the header object, one object per record (head, then
-the payload fields in struct order: integers, except class by name, ipi
-as a string, pc and sp as hex strings), the trailer object, the status.
+the payload fields in the order of the log's layout, each as its code
+says: integers, class and record type by name, strings, hex as strings),
+the trailer object, the status.
 Strings are escaped byte by byte as the C side does.  The differential
 test holds the two to it."""
 
-from analysis import chkwinlog
-from analysis.chkwinlog import CLASSES, F_METADATA, TYPES
-
-HEX = {"pc", "sp"}
+from analysis.chkwinlog import CLASSES, F_METADATA
 
 
 def json_str(raw):
@@ -34,33 +32,35 @@ def text_block(what, raw):
     return f'{{"{what}":{{{",".join(pairs)}}}}}'
 
 
-def _value(name, v):
-    if name == "trigger":
-        return json_str(TYPES.get(int(v), "?").encode())
-    if name == "class":
+def _value(field, v, log):
+    """A field as the C reader prints it, by its code in the log's layout."""
+    show = field[1]
+    if show == "type":
+        return json_str(log.layout.types.get(int(v), "?").encode())
+    if show == "class":
         return json_str(CLASSES[v].encode() if v < len(CLASSES) else b"?")
-    if name == "ipi":
+    if show == "str":
         return json_str(bytes(v))
-    if name in HEX:
+    if show == "x":
         return f'"0x{int(v):x}"'
     return str(int(v))
 
 
 def record_lines(log):
-    """One JSON line per record, in file order."""
+    """One JSON line per record, in file order, its fields in the order of
+    its layout (those marked meta only with F_METADATA)."""
     pos = log.positions()
     heads = log.heads()
     for i in range(len(log)):
-        kind = TYPES[int(heads["type"][i])]
-        rec = log.records[i].view(chkwinlog.DTYPES[kind])[0]
+        kind = log.layout.types[int(heads["type"][i])]
+        rec = log.records[i].view(log.layout.dtypes[kind])[0]
         parts = [f'"pos":{int(pos[i])}', f'"type":"{kind}"', f'"ts":{int(rec["ts"])}',
                  f'"cpu":{int(rec["cpu"])}', f'"tid":{int(rec["tid"])}',
                  f'"flags":{int(rec["flags"])}']
-        for name, _, _ in chkwinlog.PAYLOADS[kind]:
-            if kind == "verify" and name in ("caller", "block") \
-                    and not rec["flags"] & F_METADATA:
+        for field in log.layout.fields[kind]:
+            if field[4] and not rec["flags"] & F_METADATA:
                 continue
-            parts.append(f'"{name}":{_value(name, rec[name])}')
+            parts.append(f'"{field[0]}":{_value(field, rec[field[0]], log)}')
         yield "{" + ",".join(parts) + "}"
 
 

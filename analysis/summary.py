@@ -13,9 +13,10 @@ def _known(value):
 
 
 def summarize(log, path, corr=None):
+    log.check_analysable()
     h = log.header
     known = log.window_known()
-    counts = {kind: len(log.of(kind)) for kind in chkwinlog.TYPES.values()}
+    counts = {kind: len(log.of(kind)) for kind in log.layout.types.values()}
     secs = log.duration_s()
     # A flight log's records are its snapshots': classes come from the
     # counters, which saw every arrival.

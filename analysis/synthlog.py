@@ -22,8 +22,8 @@ import numpy as np
 
 from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDLED,
                                F_IN_CHKSUM, F_METADATA, F_MISMATCH, F_WINDOW_HIT,
-                               FILE_HEAD, FILE_HEAD_V1, MAGIC, PROBES, REC_SIZE, TYPE_IDS,
-                               TYPES, VERSION)
+                               FILE_HEAD, FILE_HEAD_V1, LEGACY, MAGIC, PROBES, REC_SIZE,
+                               TYPE_IDS, TYPES, VERSION)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
@@ -73,7 +73,16 @@ def write(path, head, records, trailer=None, chunk=4096, version=VERSION):
     """Write a log: head (dict), records (uint8 (n, 64), commit order),
     trailer (dict, or None to leave the log truncated after the chunks).
     Version 2 chains every CRC from the header's; version 1 has none on
-    the header and a CRC of its own per chunk."""
+    the header and a CRC of its own per chunk.  Version 4 on, the header
+    says the record layout: the head's own record.N lines, else those of
+    the layout the records were made with (chkwinlog.CURRENT); older
+    versions carry none."""
+    has_layout = any(k.startswith("record.") for k in head)
+    if version < 4:
+        head = {k: v for k, v in head.items() if not k.startswith("record.")}
+    elif not has_layout:
+        head = dict(head, **{f"record.{n}": line.decode()
+                             for n, line in enumerate(LEGACY, 1)})
     htext = text_block(head)
     with open(path, "wb") as f:
         if version == 1:

@@ -36,15 +36,109 @@ enum chkwin_window {
 	CHKWIN_WINDOWS,
 };
 
+/*
+ * Every record type and its payload, declared once, in the manner of the
+ * kernel's TRACE_EVENT.  CHKWIN_RECORDS(R) lists the types in the order of
+ * their numbers (from 1), each R(TYPE, name); CHKWIN_<TYPE>_FIELDS(F, rec)
+ * lists a type's fields in their order in the payload, each
+ *
+ *	F(rec, ctype, name, dims, show, when)
+ *
+ * ctype and dims declare it ("__u64 pc", "char ipi[14]"); show says how
+ * readers print it: DEC and SDEC (unsigned and signed decimal), HEX (a
+ * "0x..." string: JSON numbers cannot hold a 64-bit address exactly),
+ * CLASS (an enum chkwin_class by name), TYPE (a record type by name), STR
+ * (a NUL-padded string), PAD (not printed); when is ALWAYS, or METADATA
+ * (only with CHKWIN_F_METADATA).  From this table come the structs below,
+ * the loader's field printing, CSV columns, the layout dump, and the
+ * record.N lines of the log header (loader/schema.c), from which
+ * analysis/chkwinlog.py builds its tables: adding a field is a line here
+ * and the BPF code that fills it.
+ */
+#define CHKWIN_RECORDS(R)						\
+	R(CHKSUM, chksum)	/* one checksum computation, begin to end */ \
+	R(VERIFY, verify)	/* a metadata checksum verdict */	\
+	R(IGET, iget)		/* __ext4_iget() returned */		\
+	R(IRQ, irq)		/* a hardirq arrival, handler entry to exit */ \
+	R(SOFTIRQ, softirq)	/* one softirq vector run */		\
+	R(BLOCK, block)		/* a block request issued or completed */ \
+	R(SAMPLE, sample)	/* a cpu-clock sampler tick */		\
+	R(SNAPSHOT, snapshot)	/* --record failures: a history snapshot follows */
+
+#define CHKWIN_CHKSUM_FIELDS(F, r)					\
+	F(r, __u64, end_ns, , DEC, ALWAYS)				\
+	F(r, __u32, seed, , DEC, ALWAYS)				\
+	F(r, __u32, length, , DEC, ALWAYS)				\
+	F(r, __u32, result, , DEC, ALWAYS)				\
+	F(r, __u32, dev, , DEC, ALWAYS)					\
+	F(r, __u16, caller, , DEC, ALWAYS) /* enum ext4_chksum_caller or UNKNOWN */ \
+	F(r, __u16, irqs, , DEC, ALWAYS)   /* arrivals on this CPU meanwhile */
+
+#define CHKWIN_VERIFY_FIELDS(F, r)					\
+	F(r, __u64, ino, , DEC, ALWAYS)	/* the inode, or a metadata block's owner (0: none) */ \
+	F(r, __u32, dev, , DEC, ALWAYS)					\
+	F(r, __u32, stored, , DEC, ALWAYS)				\
+	F(r, __u32, computed, , DEC, ALWAYS)				\
+	F(r, __u16, caller, , DEC, METADATA) /* enum ext4_chksum_caller */ \
+	F(r, __u16, pad, , PAD, ALWAYS)					\
+	F(r, __u64, block, , DEC, METADATA) /* block (group for a descriptor) */
+
+#define CHKWIN_IGET_FIELDS(F, r)					\
+	F(r, __u64, ino, , DEC, ALWAYS)					\
+	F(r, __u32, dev, , DEC, ALWAYS)					\
+	F(r, __s32, err, , SDEC, ALWAYS)	/* 0 or -errno; -EFSBADCRC is -EBADMSG */
+
+#define CHKWIN_IRQ_FIELDS(F, r)						\
+	F(r, __u64, pc, , HEX, ALWAYS)	/* interrupted instruction, 0 if unknown */ \
+	F(r, __u64, sp, , HEX, ALWAYS)	/* interrupted sp, 0 if unknown */ \
+	F(r, __u64, end_ns, , DEC, ALWAYS)	/* handler exit */	\
+	F(r, __u32, irq, , DEC, ALWAYS)					\
+	F(r, __u16, offset, , DEC, ALWAYS)	/* pc - start of func, if func != NONE */ \
+	F(r, __u8, class, , CLASS, ALWAYS)				\
+	F(r, __u8, el, , DEC, ALWAYS)		/* exception level interrupted */ \
+	F(r, __u8, func, , DEC, ALWAYS)		/* enum chkwin_func */	\
+	F(r, __u8, pad, , PAD, ALWAYS)					\
+	F(r, char, ipi, [CHKWIN_IPI_NAME_LEN], STR, ALWAYS) /* IPI kind, "" for device irqs */
+
+#define CHKWIN_SOFTIRQ_FIELDS(F, r)					\
+	F(r, __u64, end_ns, , DEC, ALWAYS)				\
+	F(r, __u32, vec, , DEC, ALWAYS)
+
+#define CHKWIN_BLOCK_FIELDS(F, r)					\
+	F(r, __u64, sector, , DEC, ALWAYS)				\
+	F(r, __u32, nr_sectors, , DEC, ALWAYS)				\
+	F(r, __u32, dev, , DEC, ALWAYS)					\
+	F(r, __u32, cmd_flags, , DEC, ALWAYS)				\
+	F(r, __s32, error, , SDEC, ALWAYS)	/* blk_status_t, completions only */
+
+#define CHKWIN_SAMPLE_FIELDS(F, r)					\
+	F(r, __u64, pc, , HEX, ALWAYS)					\
+	F(r, __u64, sp, , HEX, ALWAYS)					\
+	F(r, __u16, offset, , DEC, ALWAYS)				\
+	F(r, __u8, class, , CLASS, ALWAYS)				\
+	F(r, __u8, el, , DEC, ALWAYS)					\
+	F(r, __u8, func, , DEC, ALWAYS)
+
+/*
+ * Emitted before the records of one snapshot (which are ordinary records,
+ * each emitted once even when snapshots overlap).  A horizon is the ts of
+ * the oldest record still in that ring of the CPU (0: the ring never
+ * wrapped): from there on the CPU's history is in the log.
+ */
+#define CHKWIN_SNAPSHOT_FIELDS(F, r)					\
+	F(r, __u64, call_horizon, , DEC, ALWAYS)			\
+	F(r, __u64, arrival_horizon, , DEC, ALWAYS)			\
+	F(r, __u32, history, , DEC, ALWAYS)	/* K, records per ring */ \
+	F(r, __u32, calls, , DEC, ALWAYS)	/* records it emits from each ring */ \
+	F(r, __u32, arrivals, , DEC, ALWAYS)				\
+	F(r, __u32, blocks, , DEC, ALWAYS)				\
+	F(r, __u32, evicted, , DEC, ALWAYS) /* overwritten before a snapshot took them */ \
+	F(r, __u8, trigger, , TYPE, ALWAYS)	/* the failing record's type */
+
+#define CHKWIN_REC_ENUM(TYPE, name) CHKWIN_REC_##TYPE,
 enum chkwin_rec_type {
-	CHKWIN_REC_CHKSUM = 1,	/* one checksum computation, begin to end */
-	CHKWIN_REC_VERIFY,	/* a metadata checksum verdict */
-	CHKWIN_REC_IGET,	/* __ext4_iget() returned */
-	CHKWIN_REC_IRQ,		/* a hardirq arrival, handler entry to exit */
-	CHKWIN_REC_SOFTIRQ,	/* one softirq vector run */
-	CHKWIN_REC_BLOCK,	/* a block request issued or completed */
-	CHKWIN_REC_SAMPLE,	/* a cpu-clock sampler tick */
-	CHKWIN_REC_SNAPSHOT,	/* --record failures: a history snapshot follows */
+	CHKWIN_REC_NONE,
+	CHKWIN_RECORDS(CHKWIN_REC_ENUM)
 	CHKWIN_REC_TYPES,
 };
 
@@ -154,95 +248,16 @@ struct chkwin_rec_head {
 	__u64 ts;		/* bpf_ktime_get_ns(), CLOCK_MONOTONIC */
 };
 
-struct chkwin_chksum {
-	__u64 end_ns;
-	__u32 seed;
-	__u32 length;
-	__u32 result;
-	__u32 dev;
-	__u16 caller;		/* enum ext4_chksum_caller or UNKNOWN */
-	__u16 irqs;		/* arrivals on this CPU meanwhile */
-};
+#define CHKWIN_REC_FIELD(rec, ctype, name, dims, show, when) ctype name dims;
+#define CHKWIN_REC_STRUCT(TYPE, name) \
+	struct chkwin_##name { CHKWIN_##TYPE##_FIELDS(CHKWIN_REC_FIELD, name) };
+CHKWIN_RECORDS(CHKWIN_REC_STRUCT)
 
-struct chkwin_verify {
-	__u64 ino;		/* the inode, or the owner of a metadata block (0: none) */
-	__u32 dev;
-	__u32 stored;
-	__u32 computed;
-	__u16 caller;		/* with CHKWIN_F_METADATA: enum ext4_chksum_caller */
-	__u16 pad;
-	__u64 block;		/* with CHKWIN_F_METADATA: block (group for a descriptor) */
-};
-
-struct chkwin_iget {
-	__u64 ino;
-	__u32 dev;
-	__s32 err;		/* 0 or -errno; -EFSBADCRC is -EBADMSG */
-};
-
-struct chkwin_irq {
-	__u64 pc;		/* interrupted instruction, 0 if unknown */
-	__u64 sp;		/* interrupted sp, 0 if unknown */
-	__u64 end_ns;		/* handler exit */
-	__u32 irq;
-	__u16 offset;		/* pc - start of func, if func != NONE */
-	__u8 class;		/* enum chkwin_class */
-	__u8 el;		/* exception level interrupted */
-	__u8 func;		/* enum chkwin_func */
-	__u8 pad;
-	char ipi[CHKWIN_IPI_NAME_LEN];	/* IPI kind, "" for device irqs */
-};
-
-struct chkwin_softirq {
-	__u64 end_ns;
-	__u32 vec;
-};
-
-struct chkwin_block {
-	__u64 sector;
-	__u32 nr_sectors;
-	__u32 dev;
-	__u32 cmd_flags;
-	__s32 error;		/* blk_status_t, completions only */
-};
-
-struct chkwin_sample {
-	__u64 pc;
-	__u64 sp;
-	__u16 offset;
-	__u8 class;
-	__u8 el;
-	__u8 func;
-};
-
-/*
- * Emitted before the records of one snapshot (which are ordinary records,
- * each emitted once even when snapshots overlap).  A horizon is the ts of
- * the oldest record still in that ring of the CPU (0: the ring never
- * wrapped): from there on the CPU's history is in the log.
- */
-struct chkwin_snapshot {
-	__u64 call_horizon;
-	__u64 arrival_horizon;
-	__u32 history;		/* K, records per ring */
-	__u32 calls;		/* records this snapshot emits from each ring */
-	__u32 arrivals;
-	__u32 blocks;
-	__u32 evicted;		/* records this CPU overwrote before a snapshot took them */
-	__u8 trigger;		/* the failing record's type: verify or iget */
-};
-
+#define CHKWIN_REC_MEMBER(TYPE, name) struct chkwin_##name name;
 struct chkwin_rec {
 	struct chkwin_rec_head h;
 	union {
-		struct chkwin_chksum chksum;
-		struct chkwin_verify verify;
-		struct chkwin_iget iget;
-		struct chkwin_irq irq;
-		struct chkwin_softirq softirq;
-		struct chkwin_block block;
-		struct chkwin_sample sample;
-		struct chkwin_snapshot snapshot;
+		CHKWIN_RECORDS(CHKWIN_REC_MEMBER)
 		__u8 raw[CHKWIN_REC_SIZE - sizeof(struct chkwin_rec_head)];
 	};
 };

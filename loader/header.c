@@ -8,6 +8,7 @@
 
 #include "header.h"
 #include "names.h"
+#include "schema.h"
 
 const char *chkwin_flavour(const char *release)
 {
@@ -117,6 +118,7 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 		if (p->callers[i])
 			text_add(t, "caller.%d=%s\n", i, p->callers[i]);
 	irq_names(t);
+	chkwin_schema_text(t);
 }
 
 static const char *const hist_sources[CHKWIN_HIST_SOURCES] = { "irq", "sample" };

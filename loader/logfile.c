@@ -16,17 +16,10 @@
 
 #include "logfile.h"
 #include "logtext.h"
-#include "names.h"
 
 #define FILE_HEAD_V1	16
 #define FILE_HEAD_LEN	24	/* version 2 on: plus the header CRC and 4 zero bytes */
 #define CHUNK_HEAD_LEN	16
-
-/* Version 3 added the snapshot record; earlier logs cannot hold one. */
-static unsigned int rec_types(unsigned int version)
-{
-	return version < 3 ? CHKWIN_REC_SNAPSHOT : CHKWIN_REC_TYPES;
-}
 
 _Static_assert(sizeof(struct chkwin_rec) == CHKWIN_REC_SIZE,
 	       "records are 64 bytes (docs/log-format.md)");
@@ -245,8 +238,7 @@ static long bad_record(const struct chkwin_log_view *v, const uint8_t *recs,
 	for (i = 0; i < count; i++) {
 		const struct chkwin_rec *r = (const void *)(recs + (size_t)i * CHKWIN_REC_SIZE);
 
-		if (!chkwin_rec_name(r->h.type) || r->h.type >= rec_types(v->version) ||
-		    (v->cpus && r->h.cpu >= v->cpus))
+		if (!chkwin_schema_name(&v->schema, r->h.type) || (v->cpus && r->h.cpu >= v->cpus))
 			return i;
 	}
 	return -1;
@@ -285,11 +277,12 @@ static int check_counts(struct chkwin_log_view *v, uint64_t base,
 	char why[100];
 	int i;
 
-	for (i = 1; i < CHKWIN_REC_TYPES; i++) {
+	for (i = 1; i < CHKWIN_MAX_TYPES; i++) {
 		if (!c->has_records[i] || c->records[i] == v->by_type[i])
 			continue;
 		snprintf(why, sizeof(why), "trailer says %llu %s records, the log has %llu",
-			 (unsigned long long)c->records[i], chkwin_rec_name((unsigned int)i),
+			 (unsigned long long)c->records[i],
+			 chkwin_schema_name(&v->schema, (unsigned int)i),
 			 (unsigned long long)v->by_type[i]);
 		return fail(v, CHKWIN_LOG_CORRUPT, base + c->records_line[i], why);
 	}
@@ -340,6 +333,15 @@ int chkwin_log_parse(const uint8_t *data, size_t size,
 	v->header_len = text_len(data + head_len, hlen);
 	if (check_text(v, head_len, v->header, v->header_len, 0, &check))
 		return -1;
+	/* Version 4 on, the header says the record layout; before, it was fixed. */
+	if (check.has_schema != (v->version >= 4)) {
+		snprintf(why, sizeof(why), check.has_schema ? "record.N lines in a version %u log"
+			 : "no record.N lines in a version %u log", v->version);
+		return fail(v, CHKWIN_LOG_CORRUPT, head_len, why);
+	}
+	if (!check.has_schema)
+		chkwin_schema_legacy(&check.schema, v->version);
+	v->schema = check.schema;
 	v->cpus = check.cpus;
 
 	off = head_len + hlen;

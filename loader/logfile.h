@@ -8,9 +8,10 @@
 #include <linux/types.h>
 
 #include "chkwin.h"
+#include "schema.h"
 
 #define CHKWIN_LOG_MAGIC	"CHKWLOG"	/* plus its NUL: 8 bytes */
-#define CHKWIN_LOG_VERSION	3	/* written; versions 1 and 2 still read */
+#define CHKWIN_LOG_VERSION	4	/* written; versions 1-3 still read */
 #define CHKWIN_CHUNK_RECS	1024
 
 struct chkwin_log_writer {
@@ -48,8 +49,9 @@ struct chkwin_log_view {
 	size_t trailer_len;
 	unsigned int cpus;		/* from the header, 0 if absent */
 	unsigned int version;
+	struct chkwin_schema schema;	/* the record layout: the header's, or legacy */
 	uint64_t records;
-	uint64_t by_type[CHKWIN_REC_TYPES];
+	uint64_t by_type[CHKWIN_MAX_TYPES];
 	enum chkwin_log_status status;
 	uint64_t offset;		/* truncated: file size; corrupt: damage */
 	char reason[160];

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "names.h"
 #include "logtext.h"
 
 #define MAX_LINES	4096
@@ -139,6 +138,12 @@ static const char *check_header_line(const struct line *l, struct chkwin_text_ch
 	} else if (is(l, "window") || is(l, "window.exact")) {
 		if (fields(l->val, l->vlen, f, flen, 2) != 2 || range(f, flen, 0))
 			return "not START END with 0 <= END - START <= 1 MiB";
+	} else if (has_prefix(l, "record.")) {
+		if (!indexed(l, "record.", CHKWIN_MAX_TYPES - 1) ||
+		    dec(l->key + 7, l->klen - 7, &v) || v == 0)
+			return "not record.N (1-31)";
+		c->has_schema = 1;
+		return chkwin_schema_line(&c->schema, (unsigned long)v, l->val, l->vlen);
 	} else if (has_prefix(l, "caller.") || has_prefix(l, "irq.")) {
 		if (!indexed(l, "caller.", UINT32_MAX) && !indexed(l, "irq.", UINT32_MAX))
 			return "not a numbered key";
@@ -162,10 +167,10 @@ static const char *check_trailer_line(const struct line *l, struct chkwin_text_c
 		   has_prefix(l, "count.")) {
 		if (dec(l->val, l->vlen, &v))
 			return "not a whole number";
-		for (i = 1; i < CHKWIN_REC_TYPES; i++) {
-			const char *name = chkwin_rec_name((unsigned int)i);
+		for (i = 1; i < CHKWIN_MAX_TYPES; i++) {
+			const char *name = chkwin_schema_name(&c->schema, (unsigned int)i);
 
-			if (l->klen == 8 + strlen(name) && has_prefix(l, "records.") &&
+			if (name && l->klen == 8 + strlen(name) && has_prefix(l, "records.") &&
 			    !memcmp(l->key + 8, name, strlen(name))) {
 				c->has_records[i] = 1;
 				c->records[i] = v;

@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
 #include "chkwin.h"
+#include "schema.h"
 
 #define CHKWIN_MAX_CPUS		4096
 #define CHKWIN_MAX_SPAN		(1u << 20)	/* bytes of a func.N or window range */
@@ -19,11 +22,14 @@ struct chkwin_text_check {
 	/* in: what the header said, for the trailer's checks */
 	int has_started;
 	uint64_t started_ns;
+	/* out of the header, and in for the trailer: the record layout */
+	struct chkwin_schema schema;
+	int has_schema;				/* header: record.N lines seen */
 	/* out */
 	unsigned int cpus;			/* header: 0 if absent */
-	int has_records[CHKWIN_REC_TYPES];	/* trailer: records.TYPE present */
-	uint64_t records[CHKWIN_REC_TYPES];
-	size_t records_line[CHKWIN_REC_TYPES];	/* offset of that line in the text */
+	int has_records[CHKWIN_MAX_TYPES];	/* trailer: records.TYPE present */
+	uint64_t records[CHKWIN_MAX_TYPES];
+	size_t records_line[CHKWIN_MAX_TYPES];	/* offset of that line in the text */
 	size_t bad_at;				/* offset in the text of a bad line */
 	char why[120];
 };

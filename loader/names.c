@@ -7,16 +7,8 @@
 
 #include "names.h"
 
-static const char *const rec_names[CHKWIN_REC_TYPES] = {
-	[CHKWIN_REC_CHKSUM] = "chksum",
-	[CHKWIN_REC_VERIFY] = "verify",
-	[CHKWIN_REC_IGET] = "iget",
-	[CHKWIN_REC_IRQ] = "irq",
-	[CHKWIN_REC_SOFTIRQ] = "softirq",
-	[CHKWIN_REC_BLOCK] = "block",
-	[CHKWIN_REC_SAMPLE] = "sample",
-	[CHKWIN_REC_SNAPSHOT] = "snapshot",
-};
+#define REC_NAME(TYPE, name) [CHKWIN_REC_##TYPE] = #name,
+static const char *const rec_names[CHKWIN_REC_TYPES] = { CHKWIN_RECORDS(REC_NAME) };
 
 const char *const chkwin_class_names[CHKWIN_CLASSES] = {
 	[CHKWIN_CLASS_WINDOW] = "window",

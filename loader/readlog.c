@@ -13,27 +13,18 @@
 #include "readlog.h"
 #include "strbuf.h"
 
-#define MAX_FIELDS 16
-
 struct field {
 	const char *name;
 	char val[48];
 	int is_str;
 };
 
-/* CSV has one column per field name any record type uses. */
-static const char *const csv_columns[] = {
-	"end_ns", "ino", "dev", "stored", "computed", "err", "pc", "sp", "irq",
-	"class", "el", "func", "offset", "ipi", "caller", "seed", "length",
-	"result", "irqs", "vec", "sector", "nr_sectors", "cmd_flags", "error", "block",
-	"call_horizon", "arrival_horizon", "history", "calls", "arrivals", "blocks",
-	"evicted", "trigger",
-};
-
-#define NCOLS (sizeof(csv_columns) / sizeof(csv_columns[0]))
-
 struct reader {
 	enum chkwin_format format;
+	const struct chkwin_log_view *view;	/* its schema says each type's fields */
+	/* CSV: one column per field name any record type of the log uses. */
+	char columns[CHKWIN_MAX_TYPES * CHKWIN_MAX_FIELDS][CHKWIN_NAME_MAX + 1];
+	size_t ncolumns;
 };
 
 static int add(struct field *f, int n, const char *name, int is_str, const char *fmt,
@@ -53,100 +44,95 @@ static int add_str(struct field *f, int n, const char *name, const char *s, size
 	return n + 1;
 }
 
-static const char *class_name(unsigned int c)
+static const char *class_name(uint64_t c)
 {
 	return c < CHKWIN_CLASSES ? chkwin_class_names[c] : "?";
 }
 
-static const char *rec_name(unsigned int type)
+/* A little-endian unsigned field of 1, 2, 4 or 8 bytes. */
+static uint64_t get_uint(const uint8_t *p, unsigned int size)
 {
-	return chkwin_rec_name(type) ? chkwin_rec_name(type) : "?";
+	uint64_t v = 0;
+
+	while (size--)
+		v = v << 8 | p[size];
+	return v;
 }
 
 /*
- * A record's fields in the order of its struct (docs/log-format.md):
- * integers, except class (its name), ipi (a string) and pc and sp (hex
- * strings, which JSON numbers could not hold exactly).  analysis/logjson.py
- * prints the same, byte for byte.
+ * A record's fields in the order of its layout (the log's schema):
+ * decimal integers, except class and record type (their names), strings,
+ * and hex fields (strings: JSON numbers cannot hold a 64-bit address
+ * exactly).  analysis/logjson.py prints the same, byte for byte.
  */
-static int rec_fields(const struct chkwin_rec *r, struct field *f)
+static int rec_fields(const struct chkwin_schema *s, const struct chkwin_rec *r,
+		      struct field *out)
 {
-	int n = 0;
+	const struct chkwin_rec_layout *t = &s->t[r->h.type];
+	int n = 0, i;
 
-	switch (r->h.type) {
-	case CHKWIN_REC_CHKSUM:
-		n = add(f, n, "end_ns", 0, "%llu", r->chksum.end_ns);
-		n = add(f, n, "seed", 0, "%llu", r->chksum.seed);
-		n = add(f, n, "length", 0, "%llu", r->chksum.length);
-		n = add(f, n, "result", 0, "%llu", r->chksum.result);
-		n = add(f, n, "dev", 0, "%llu", r->chksum.dev);
-		n = add(f, n, "caller", 0, "%llu", r->chksum.caller);
-		n = add(f, n, "irqs", 0, "%llu", r->chksum.irqs);
-		break;
-	case CHKWIN_REC_VERIFY:
-		n = add(f, n, "ino", 0, "%llu", r->verify.ino);
-		n = add(f, n, "dev", 0, "%llu", r->verify.dev);
-		n = add(f, n, "stored", 0, "%llu", r->verify.stored);
-		n = add(f, n, "computed", 0, "%llu", r->verify.computed);
-		if (r->h.flags & CHKWIN_F_METADATA) {
-			n = add(f, n, "caller", 0, "%llu", r->verify.caller);
-			n = add(f, n, "block", 0, "%llu", r->verify.block);
+	for (i = 0; i < t->nfields; i++) {
+		const struct chkwin_field *f = &t->f[i];
+		const uint8_t *p = r->raw + f->offset;
+		uint64_t v = f->show == CHKWIN_SHOW_STR ? 0 : get_uint(p, f->size);
+		unsigned int bits = f->size * 8;
+		const char *name;
+
+		if (f->when == CHKWIN_WHEN_METADATA && !(r->h.flags & CHKWIN_F_METADATA))
+			continue;
+		switch (f->show) {
+		case CHKWIN_SHOW_SDEC:
+			if (bits < 64 && v >> (bits - 1))
+				v |= ~0ULL << bits;
+			n = add(out, n, f->name, 0, "%lld", v);
+			break;
+		case CHKWIN_SHOW_HEX:
+			n = add(out, n, f->name, 1, "0x%llx", v);
+			break;
+		case CHKWIN_SHOW_CLASS:
+			n = add_str(out, n, f->name, class_name(v), 16);
+			break;
+		case CHKWIN_SHOW_TYPE:
+			name = v < CHKWIN_MAX_TYPES ? chkwin_schema_name(s, (unsigned int)v) : NULL;
+			n = add_str(out, n, f->name, name ? name : "?", 32);
+			break;
+		case CHKWIN_SHOW_STR:
+			n = add_str(out, n, f->name, (const char *)p, f->size);
+			break;
+		default:
+			n = add(out, n, f->name, 0, "%llu", v);
 		}
-		break;
-	case CHKWIN_REC_IGET:
-		n = add(f, n, "ino", 0, "%llu", r->iget.ino);
-		n = add(f, n, "dev", 0, "%llu", r->iget.dev);
-		n = add(f, n, "err", 0, "%lld", (unsigned long long)(long long)r->iget.err);
-		break;
-	case CHKWIN_REC_IRQ:
-		n = add(f, n, "pc", 1, "0x%llx", r->irq.pc);
-		n = add(f, n, "sp", 1, "0x%llx", r->irq.sp);
-		n = add(f, n, "end_ns", 0, "%llu", r->irq.end_ns);
-		n = add(f, n, "irq", 0, "%llu", r->irq.irq);
-		n = add(f, n, "offset", 0, "%llu", r->irq.offset);
-		n = add_str(f, n, "class", class_name(r->irq.class), 16);
-		n = add(f, n, "el", 0, "%llu", r->irq.el);
-		n = add(f, n, "func", 0, "%llu", r->irq.func);
-		n = add_str(f, n, "ipi", r->irq.ipi, sizeof(r->irq.ipi));
-		break;
-	case CHKWIN_REC_SOFTIRQ:
-		n = add(f, n, "end_ns", 0, "%llu", r->softirq.end_ns);
-		n = add(f, n, "vec", 0, "%llu", r->softirq.vec);
-		break;
-	case CHKWIN_REC_BLOCK:
-		n = add(f, n, "sector", 0, "%llu", r->block.sector);
-		n = add(f, n, "nr_sectors", 0, "%llu", r->block.nr_sectors);
-		n = add(f, n, "dev", 0, "%llu", r->block.dev);
-		n = add(f, n, "cmd_flags", 0, "%llu", r->block.cmd_flags);
-		n = add(f, n, "error", 0, "%lld", (unsigned long long)(long long)r->block.error);
-		break;
-	case CHKWIN_REC_SAMPLE:
-		n = add(f, n, "pc", 1, "0x%llx", r->sample.pc);
-		n = add(f, n, "sp", 1, "0x%llx", r->sample.sp);
-		n = add(f, n, "offset", 0, "%llu", r->sample.offset);
-		n = add_str(f, n, "class", class_name(r->sample.class), 16);
-		n = add(f, n, "el", 0, "%llu", r->sample.el);
-		n = add(f, n, "func", 0, "%llu", r->sample.func);
-		break;
-	case CHKWIN_REC_SNAPSHOT:
-		n = add(f, n, "call_horizon", 0, "%llu", r->snapshot.call_horizon);
-		n = add(f, n, "arrival_horizon", 0, "%llu", r->snapshot.arrival_horizon);
-		n = add(f, n, "history", 0, "%llu", r->snapshot.history);
-		n = add(f, n, "calls", 0, "%llu", r->snapshot.calls);
-		n = add(f, n, "arrivals", 0, "%llu", r->snapshot.arrivals);
-		n = add(f, n, "blocks", 0, "%llu", r->snapshot.blocks);
-		n = add(f, n, "evicted", 0, "%llu", r->snapshot.evicted);
-		n = add_str(f, n, "trigger", rec_name(r->snapshot.trigger), 16);
-		break;
 	}
 	return n;
+}
+
+/* The CSV columns: every field name of the log's types, first use first. */
+static void csv_columns(struct reader *rd)
+{
+	const struct chkwin_schema *s = &rd->view->schema;
+	size_t c;
+	int n, i;
+
+	for (n = 1; n < CHKWIN_MAX_TYPES; n++)
+		for (i = 0; i < s->t[n].nfields; i++) {
+			const struct chkwin_field *f = &s->t[n].f[i];
+
+			for (c = 0; c < rd->ncolumns; c++)
+				if (!strcmp(rd->columns[c], f->name))
+					break;
+			if (c == rd->ncolumns && f->show != CHKWIN_SHOW_PAD)
+				snprintf(rd->columns[rd->ncolumns++], sizeof(rd->columns[0]), "%s",
+					 f->name);
+		}
 }
 
 static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 {
 	const struct reader *rd = ctx;
-	struct field f[MAX_FIELDS];
-	int n = rec_fields(r, f), i;
+	const struct chkwin_schema *s = &rd->view->schema;
+	const char *type = chkwin_schema_name(s, r->h.type);
+	struct field f[CHKWIN_MAX_FIELDS];
+	int n = rec_fields(s, r, f), i;
 	size_t c;
 
 	switch (rd->format) {
@@ -154,14 +140,14 @@ static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 		printf("%llu.%09llu cpu%u tid %u %-7s flags=0x%02x",
 		       (unsigned long long)(r->h.ts / 1000000000ULL),
 		       (unsigned long long)(r->h.ts % 1000000000ULL), r->h.cpu, r->h.tid,
-		       chkwin_rec_name(r->h.type), r->h.flags);
+		       type, r->h.flags);
 		for (i = 0; i < n; i++)
 			printf(" %s=%s", f[i].name, f[i].val);
 		putchar('\n');
 		break;
 	case FORMAT_JSON:
 		printf("{\"pos\":%llu,\"type\":\"%s\",\"ts\":%llu,\"cpu\":%u,\"tid\":%u,\"flags\":%u",
-		       (unsigned long long)pos, chkwin_rec_name(r->h.type),
+		       (unsigned long long)pos, type,
 		       (unsigned long long)r->h.ts, r->h.cpu, r->h.tid, r->h.flags);
 		for (i = 0; i < n; i++) {
 			printf(",\"%s\":", f[i].name);
@@ -174,12 +160,12 @@ static int print_rec(const struct chkwin_rec *r, uint64_t pos, void *ctx)
 		break;
 	case FORMAT_CSV:
 		printf("%llu,%s,%llu,%u,%u,%u", (unsigned long long)pos,
-		       chkwin_rec_name(r->h.type), (unsigned long long)r->h.ts, r->h.cpu,
+		       type, (unsigned long long)r->h.ts, r->h.cpu,
 		       r->h.tid, r->h.flags);
-		for (c = 0; c < NCOLS; c++) {
+		for (c = 0; c < rd->ncolumns; c++) {
 			putchar(',');
 			for (i = 0; i < n; i++)
-				if (!strcmp(f[i].name, csv_columns[c]))
+				if (!strcmp(f[i].name, rd->columns[c]))
 					fputs(f[i].val, stdout);
 		}
 		putchar('\n');
@@ -246,14 +232,16 @@ int chkwin_read_log(const char *path, enum chkwin_format format)
 	}
 	close(fd);
 
-	if (format == FORMAT_CSV) {
-		printf("pos,type,ts,cpu,tid,flags");
-		for (c = 0; c < NCOLS; c++)
-			printf(",%s", csv_columns[c]);
-		putchar('\n');
-	}
 	/* Parse once for the header (printed first), then print records. */
 	ret = chkwin_log_parse(data ? data : (const uint8_t *)"", (size_t)st.st_size, &v, NULL, NULL);
+	rd.view = &v;
+	if (format == FORMAT_CSV) {
+		csv_columns(&rd);
+		printf("pos,type,ts,cpu,tid,flags");
+		for (c = 0; c < rd.ncolumns; c++)
+			printf(",%s", rd.columns[c]);
+		putchar('\n');
+	}
 	if (v.header)
 		print_text_block(format, "header", v.header, v.header_len);
 	if (ret == 0 || v.header)

@@ -9,9 +9,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.kernels import REPO
+from tests.kernels import PY, REPO
 
 from analysis import chkwinlog
+from analysis import logjson
+from analysis import synthlog
+from tests import fuzzlog
 
 SIZES = {"u1": 1, "<u2": 2, "<u4": 4, "<i4": 4, "<u8": 8, "S14": 14}
 DOC_TYPES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "u64": 8}
@@ -44,31 +47,66 @@ def test_constants_and_names_agree(c_side):
 
 
 def test_record_layouts_agree(c_side):
+    """The record.N lines the loader writes, parsed as chkwinlog parses a
+    log's header, give the offsets and sizes the compiler gave the record
+    table; the fixed layout of older logs is the same on both sides."""
     head = [(n, o, SIZES[f]) for n, f, o in chkwinlog.HEAD_FIELDS]
     assert [tuple(x) for x in c_side["head"]] == [(n, o, s) for n, o, s in head]
-    assert set(c_side["payloads"]) == set(chkwinlog.PAYLOADS)
-    for kind, fields in chkwinlog.PAYLOADS.items():
-        mine = [(n, o, SIZES[f]) for n, f, o in fields]
-        assert [tuple(x) for x in c_side["payloads"][kind]] == mine, kind
-        assert all(o + s <= c_side["rec_size"] - c_side["head_size"] for _, o, s in mine)
+    layout = {}
+    for line in c_side["schema"]:
+        key, _, value = line.partition("=")
+        assert key.startswith("record.")
+        assert chkwinlog.schema_line(layout, int(key[7:]), value.encode()) is None, line
+    compiled = {kind: {f[0]: (f[1], f[2]) for f in fields if f[0] != "pad"}
+                for kind, fields in c_side["payloads"].items() if kind}
+    assert {name: {f[0]: (f[3], f[2]) for f in fields}
+            for name, fields in layout.values()} == compiled
+    assert [name for _, (name, _) in sorted(layout.items())] == c_side["types"]
+    assert [line.encode() for line in c_side["legacy"]] == chkwinlog.LEGACY
+    for kind, fields in c_side["payloads"].items():
+        assert all(o + s <= c_side["rec_size"] - c_side["head_size"] for _, o, s in fields)
+
+
+def test_a_field_added_to_the_table_is_read_from_the_header(tmp_path):
+    """What adding a field costs a reader: nothing.  A version 4 log whose
+    header declares an extra chksum field is read with it, by its code."""
+    s = synthlog.generate(igets=200, k=1, m=0, seed=4)
+    for n, line in enumerate(chkwinlog.LEGACY, 1):
+        s.header[f"record.{n}"] = line.decode()
+    s.header["record.1"] += " cycles:x32@28"
+    s.records[s.records[:, 0] == 1, 16 + 28] = 0xab
+    s.write(tmp_path / "wider.bin")
+    log = chkwinlog.read(tmp_path / "wider.bin")
+    assert [f[0] for f in log.layout.fields["chksum"]][-1] == "cycles"
+    assert set(log.of("chksum")["cycles"]) == {0xab}
+    first = next(ln for ln in logjson.record_lines(log) if '"type":"chksum"' in ln)
+    assert first.endswith(',"cycles":"0xab"}'), first
+    # The loader's own reader, unchanged, prints the same.
+    reader = fuzzlog.build_reader(tmp_path / "reader")
+    proc = subprocess.run([str(reader), str(tmp_path / "wider.bin")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == list(logjson.lines(log))
 
 
 def test_the_document_agrees():
-    """docs/log-format.md's record table: type numbers, names, and each
-    field's offset and size as chkwinlog has them."""
+    """docs/log-format.md's table of the fixed layout (versions 1-3, and
+    what this loader writes in its record.N lines): type numbers, names,
+    and each field's offset and size as chkwinlog has them."""
     doc = (REPO / "docs/log-format.md").read_text()
     rows = re.findall(r"^\| (\d) \| `(\w+)` \| (.*) \|$", doc, re.M)
     # The record table's rows give fields; the class table's rows do not.
     classes = [(int(n), name) for n, name, text in rows if not re.match(r"0 u", text)]
     rows = [r for r in rows if re.match(r"0 u", r[2])]
     assert classes == list(enumerate(chkwinlog.CLASSES))
-    assert {int(n): name for n, name, _ in rows} == chkwinlog.TYPES
-    for _, name, text in rows:
+    legacy = chkwinlog.legacy_layout(3)
+    assert {int(n): name for n, name, _ in rows} == {n: t[0] for n, t in legacy.items()}
+    for n, name, text in rows:
         found = [(f, int(o), DOC_TYPES.get(t) or int(re.match(r"char\[(\d+)\]", t)[1]))
                  for o, t, f in re.findall(r"(\d+) (u8|u16|u32|s32|u64|char\[\d+\]) `(\w+)`",
                                            text)]
-        want = [(n, o, SIZES[f]) for n, f, o in chkwinlog.PAYLOADS[name]]
-        assert found == want, name
+        want = [(f[0], f[3], f[2]) for f in legacy[int(n)][1]]
+        assert [x for x in found if x[0] != "pad"] == want, name
     assert f"# chkwin event log, version {chkwinlog.VERSION}" in doc
 
 
@@ -76,3 +114,20 @@ def test_dtypes_cover_the_record():
     for kind, dt in chkwinlog.DTYPES.items():
         assert dt.itemsize == chkwinlog.REC_SIZE, kind
         assert np.zeros(1, dt)[0]["type"] == 0
+
+
+def test_a_layout_the_analysis_cannot_use_is_read_but_refused(tmp_path):
+    """A log whose irq records lack a field the analysis needs still reads
+    (its records as its layout says), and chkwin-analyze refuses it in
+    one line."""
+    s = synthlog.generate(igets=200, k=1, m=0, seed=4)
+    for n, line in enumerate(chkwinlog.LEGACY, 1):
+        s.header[f"record.{n}"] = line.decode()
+    s.header["record.4"] = "irq pc:x64@0 sp:x64@8 end_ns:u64@16 irq:u32@24"
+    s.write(tmp_path / "narrow.bin")
+    log = chkwinlog.read(tmp_path / "narrow.bin")
+    assert log.status == "complete" and len(log.of("irq")) > 0
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "summary",
+                           str(tmp_path / "narrow.bin")], capture_output=True, text=True)
+    assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "its irq records have no offset field of code u16" in proc.stderr

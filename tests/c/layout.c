@@ -1,20 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The log format as the C side defines it (bpf/chkwin.h and the loader's
- * name tables), printed as JSON for tests/test_logformat.py to hold
- * analysis/chkwinlog.py and docs/log-format.md against.
+ * The log format as the C side defines it (bpf/chkwin.h's record table as
+ * the compiler lays it out, the record.N lines written from it, the
+ * layout of older logs, the name tables), printed as JSON for
+ * tests/test_logformat.py to hold analysis/chkwinlog.py and
+ * docs/log-format.md against.
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "logfile.h"
 #include "logtext.h"
 #include "names.h"
+#include "schema.h"
+#include "strbuf.h"
 
-#define FIELD(member, field) \
+/* Every payload field of the record table, padding included, as the
+ * compiler lays it out. */
+#define FIELD(rec, ctype, field, dims, show, when) \
 	printf("%s[\"%s\", %zu, %zu]", first ? "" : ", ", #field, \
-	       offsetof(struct chkwin_rec, member.field) - sizeof(struct chkwin_rec_head), \
-	       sizeof(((struct chkwin_rec *)0)->member.field)), first = 0
+	       offsetof(struct chkwin_rec, rec.field) - sizeof(struct chkwin_rec_head), \
+	       sizeof(((struct chkwin_rec *)0)->rec.field)), first = 0;
+#define PAYLOAD(TYPE, name) \
+	printf("\"%s\": [", #name); \
+	first = 1; \
+	CHKWIN_##TYPE##_FIELDS(FIELD, name) \
+	printf("], ");
 
 #define HEAD(field) \
 	printf("%s[\"%s\", %zu, %zu]", first ? "" : ", ", #field, \
@@ -34,6 +46,8 @@ static void names(const char *key, const char *const *n, int count, int from)
 int main(void)
 {
 	const char *types[CHKWIN_REC_TYPES];
+	struct text schema = { 0 };
+	char *line, *next;
 	int first, i;
 
 	for (i = 1; i < CHKWIN_REC_TYPES; i++)
@@ -57,68 +71,19 @@ int main(void)
 	HEAD(cpu);
 	HEAD(tid);
 	HEAD(ts);
-	printf("],\n\"payloads\": {\"chksum\": [");
-	first = 1;
-	FIELD(chksum, end_ns);
-	FIELD(chksum, seed);
-	FIELD(chksum, length);
-	FIELD(chksum, result);
-	FIELD(chksum, dev);
-	FIELD(chksum, caller);
-	FIELD(chksum, irqs);
-	printf("], \"verify\": [");
-	first = 1;
-	FIELD(verify, ino);
-	FIELD(verify, dev);
-	FIELD(verify, stored);
-	FIELD(verify, computed);
-	FIELD(verify, caller);
-	FIELD(verify, block);
-	printf("], \"iget\": [");
-	first = 1;
-	FIELD(iget, ino);
-	FIELD(iget, dev);
-	FIELD(iget, err);
-	printf("], \"irq\": [");
-	first = 1;
-	FIELD(irq, pc);
-	FIELD(irq, sp);
-	FIELD(irq, end_ns);
-	FIELD(irq, irq);
-	FIELD(irq, offset);
-	FIELD(irq, class);
-	FIELD(irq, el);
-	FIELD(irq, func);
-	FIELD(irq, ipi);
-	printf("], \"softirq\": [");
-	first = 1;
-	FIELD(softirq, end_ns);
-	FIELD(softirq, vec);
-	printf("], \"block\": [");
-	first = 1;
-	FIELD(block, sector);
-	FIELD(block, nr_sectors);
-	FIELD(block, dev);
-	FIELD(block, cmd_flags);
-	FIELD(block, error);
-	printf("], \"sample\": [");
-	first = 1;
-	FIELD(sample, pc);
-	FIELD(sample, sp);
-	FIELD(sample, offset);
-	FIELD(sample, class);
-	FIELD(sample, el);
-	FIELD(sample, func);
-	printf("], \"snapshot\": [");
-	first = 1;
-	FIELD(snapshot, call_horizon);
-	FIELD(snapshot, arrival_horizon);
-	FIELD(snapshot, history);
-	FIELD(snapshot, calls);
-	FIELD(snapshot, arrivals);
-	FIELD(snapshot, blocks);
-	FIELD(snapshot, evicted);
-	FIELD(snapshot, trigger);
-	printf("]}}\n");
+	printf("],\n\"payloads\": {");
+	CHKWIN_RECORDS(PAYLOAD)
+	printf("\"\": []},\n\"schema\": [");
+	chkwin_schema_text(&schema);
+	for (line = schema.buf; line && *line; line = next) {
+		next = strchr(line, '\n');
+		*next++ = '\0';
+		printf("\"%s\"%s", line, *next ? ", " : "");
+	}
+	text_free(&schema);
+	printf("],\n\"legacy\": [");
+	for (i = 0; i < CHKWIN_REC_SNAPSHOT; i++)
+		printf("\"%s\"%s", chkwin_legacy_layout[i], i + 1 < CHKWIN_REC_SNAPSHOT ? ", " : "");
+	printf("]}\n");
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "logfile.h"
+#include "schema.h"
+#include "strbuf.h"
 
 #define NRECS (CHKWIN_CHUNK_RECS + 100)	/* two chunks, the second partial */
 
@@ -53,10 +55,11 @@ static void make_rec(struct chkwin_rec *r, unsigned int i)
 	r->irq.pc = 0xffffffc008000000ULL + i;
 }
 
-static uint8_t *write_log(size_t *size, uint64_t *chunk2_off)
+static uint8_t *write_log(size_t *size, uint64_t *head_end, uint64_t *chunk2_off)
 {
 	char path[] = "/tmp/chkwin-logtest-XXXXXX";
 	struct chkwin_log_writer *w = malloc(sizeof(*w));
+	struct text header = { 0 };
 	struct chkwin_rec r;
 	uint8_t *data;
 	FILE *f;
@@ -72,7 +75,11 @@ static uint8_t *write_log(size_t *size, uint64_t *chunk2_off)
 	CHECK(chkwin_log_create(w, path) != 0, "still refused");
 	unlink(path);
 	CHECK(chkwin_log_create(w, path) == 0, "create again");
-	CHECK(chkwin_log_header(w, "cpus=2\ntool=test\n") == 0, "header");
+	/* A version 4 header says its record layout. */
+	text_add(&header, "cpus=2\ntool=test\n");
+	chkwin_schema_text(&header);
+	CHECK(!header.failed && chkwin_log_header(w, header.buf) == 0, "header");
+	text_free(&header);
 	for (i = 0; i < NRECS; i++) {
 		make_rec(&r, i);
 		CHECK(chkwin_log_add(w, &r) == 0, "add %u", i);
@@ -89,8 +96,10 @@ static uint8_t *write_log(size_t *size, uint64_t *chunk2_off)
 	unlink(path);
 	free(w);
 	*size = (size_t)len;
-	/* file head 24 + header text 24 + chunk head 16 + a full chunk */
-	*chunk2_off = 24 + 24 + 16 + (uint64_t)CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE;
+	/* file head 24 + header text (its length at byte 12) + chunk head 16 */
+	*head_end = 24 + ((uint64_t)data[12] | (uint64_t)data[13] << 8 |
+			  (uint64_t)data[14] << 16 | (uint64_t)data[15] << 24);
+	*chunk2_off = *head_end + 16 + (uint64_t)CHKWIN_CHUNK_RECS * CHKWIN_REC_SIZE;
 	return data;
 }
 
@@ -98,9 +107,10 @@ int main(void)
 {
 	struct chkwin_log_view v;
 	struct seen s = { 0, 0, 1 };
-	uint64_t chunk2, first_rec = 24 + 24 + 16;
+	uint64_t chunk2, head_end;
 	size_t size, cut, len;
-	uint8_t *data = write_log(&size, &chunk2), *copy;
+	uint8_t *data = write_log(&size, &head_end, &chunk2), *copy;
+	uint64_t first_rec = head_end + 16;
 	const char *val;
 
 	CHECK(chkwin_log_parse(data, size, &v, count_rec, &s) == 0, "parse: %s", v.reason);
@@ -118,7 +128,7 @@ int main(void)
 		uint64_t whole;
 		int ret = chkwin_log_parse(data, cut, &v, NULL, NULL);
 
-		if (cut < 24 + 24) {
+		if (cut < head_end) {
 			CHECK(ret == -1, "cut %zu inside the header must be rejected", cut);
 			continue;
 		}
