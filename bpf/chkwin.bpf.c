@@ -78,8 +78,8 @@ struct inflight {
 	__u32 dev;
 	__u16 caller;
 	__u16 irqs;
+	__u16 window_irqs;	/* arrivals in a window: the call is window-hit */
 	__u8 active;
-	__u8 window_hit;
 };
 
 struct {
@@ -431,7 +431,7 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 	f->dev = dev;
 	f->caller = caller;
 	f->irqs = 0;
-	f->window_hit = 0;
+	f->window_irqs = 0;
 	f->active = 1;
 }
 
@@ -444,10 +444,10 @@ static __always_inline void chksum_end(__u32 result)
 		return;
 	f->active = 0;
 	count(CHKWIN_CNT_CHKSUM);
-	if (f->window_hit)
+	if (f->window_irqs)
 		count(CHKWIN_CNT_CHKSUM_WINDOW);
 	rec_init(&r, CHKWIN_REC_CHKSUM);
-	r.h.flags = f->window_hit ? CHKWIN_F_WINDOW_HIT : 0;
+	r.h.flags = f->window_irqs ? CHKWIN_F_WINDOW_HIT : 0;
 	r.chksum.end_ns = r.h.ts;
 	r.h.ts = f->begin;
 	r.chksum.seed = f->seed;
@@ -456,6 +456,7 @@ static __always_inline void chksum_end(__u32 result)
 	r.chksum.dev = f->dev;
 	r.chksum.caller = f->caller;
 	r.chksum.irqs = f->irqs;
+	r.chksum.window_irqs = f->window_irqs;
 	emit(&r, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS);
 }
 
@@ -801,7 +802,7 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	if (a->in_chksum && f && f->active) {
 		f->irqs++;
 		if (a->class == CHKWIN_CLASS_WINDOW)
-			f->window_hit = 1;
+			f->window_irqs++;
 	}
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;

@@ -72,7 +72,8 @@ enum chkwin_window {
 	F(r, __u32, result, , DEC, ALWAYS)				\
 	F(r, __u32, dev, , DEC, ALWAYS)					\
 	F(r, __u16, caller, , DEC, ALWAYS) /* enum ext4_chksum_caller or UNKNOWN */ \
-	F(r, __u16, irqs, , DEC, ALWAYS)   /* arrivals on this CPU meanwhile */
+	F(r, __u16, irqs, , DEC, ALWAYS)   /* arrivals on this CPU meanwhile */ \
+	F(r, __u16, window_irqs, , DEC, ALWAYS) /* of them, in a window */
 
 #define CHKWIN_VERIFY_FIELDS(F, r)					\
 	F(r, __u64, ino, , DEC, ALWAYS)	/* the inode, or a metadata block's owner (0: none) */ \
