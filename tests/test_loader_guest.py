@@ -146,6 +146,17 @@ def test_every_kernel_failure_is_in_the_log_with_its_window_hit(gcc49_run):
                    for w in windows), f"inode {v['ino']}: no window irq"
 
 
+def test_window_irqs_counts_each_calls_window_arrivals(gcc49_run):
+    """chksum's window_irqs (a field added to the record table alone, read
+    from the log's record.1 line): every window-hit call has at least one,
+    and together they are every window arrival the kernel counted."""
+    _, log = gcc49_run
+    assert "window_irqs:u16@" in log.header["record.1"]
+    hit = [c for c in log.of("chksum") if c["flags"] & 0x02]
+    assert hit and all(c["window_irqs"] >= 1 for c in hit)
+    assert sum(c["window_irqs"] for c in hit) == int(log.trailer["count.irq.window"])
+
+
 def test_every_interrupt_has_a_class(gcc49_run):
     _, log = gcc49_run
     assert log.counts["irq"]
