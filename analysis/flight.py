@@ -16,7 +16,7 @@ people.
 import numpy as np
 
 from analysis import chkwinlog
-from analysis.chkwinlog import F_COMPLETE, F_MISMATCH, RINGS, TYPE_IDS
+from analysis.chkwinlog import F_COMPLETE, F_MISMATCH, RINGS
 
 EFSBADCRC = -74
 BLOCKS = (-1, 2)     # the ring key of the shared blocks ring
@@ -40,7 +40,8 @@ def _rings(log, at):
     heads = log.heads()
     rings = {}
     for n, kinds in enumerate(RINGS.values()):
-        rows = np.nonzero(np.isin(heads["type"], [TYPE_IDS[k] for k in kinds]))[0]
+        types = [log.layout.type_ids.get(k, -1) for k in kinds]
+        rows = np.nonzero(np.isin(heads["type"], types))[0]
         if n == 2:
             rings[BLOCKS] = rows[(log.field("block", "flags", rows) & F_COMPLETE) != 0]
             continue
@@ -73,8 +74,8 @@ def cut(log, history):
     out = []
     for row in _triggers(log, at):
         cpu = int(heads["cpu"][row])
-        snap = np.zeros(1, chkwinlog.DTYPES["snapshot"])
-        snap["type"], snap["cpu"] = TYPE_IDS["snapshot"], cpu
+        snap = np.zeros(1, log.dtype("snapshot"))
+        snap["type"], snap["cpu"] = log.layout.type_ids["snapshot"], cpu
         snap["tid"], snap["ts"] = heads["tid"][row], heads["ts"][row]
         snap["history"], snap["trigger"] = history, heads["type"][row]
         parts, evicted = [], 0
@@ -96,7 +97,8 @@ def cut(log, history):
         out.extend(log.records[p] for p in parts)
     records = np.concatenate(out) if out else np.zeros((0, chkwinlog.REC_SIZE), np.uint8)
     header = dict(log.header, record="failures", history=str(history))
-    return chkwinlog.Log(header, None, records, "complete", 0, "cut down", chkwinlog.VERSION)
+    return chkwinlog.Log(header, None, records, "complete", 0, "cut down", chkwinlog.VERSION,
+                         log.layout)
 
 
 def covered(log, cpu, ts, since):
