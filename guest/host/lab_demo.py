@@ -348,22 +348,26 @@ class Experiment:
 
         window, off = predict("counting", "gcc49-exact"), 0.0
         control = predict("control", "gcc49")
-        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model"),
-                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model")]
+        # (what, failures a boot in a and b, boots, verdict, source, power);
+        # the two "differs" comparisons' power is simulated here, the A/A's
+        # is the one its search for boots found.
+        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model", None),
+                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model",
+                  None)]
         if len(a.flavours) == 2:
-            self.aa_boots, _ = calibration.boots_for(measured, phi, a.margin, a.power,
-                                                     a.max_aa_boots, a.seed)
+            self.aa_boots, aa_power = calibration.boots_for(measured, phi, a.margin, a.power,
+                                                            a.max_aa_boots, a.seed)
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
                           measured, measured, self.aa_boots, "equivalent",
-                          "the pilot's, measured"))
+                          "the pilot's, measured", aa_power))
         self.comparisons = []
-        for what, mean_a, mean_b, boots, want, source in cases:
-            # One seed for all: the A/A figure is the one its search found.
-            shares = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)
+        for what, mean_a, mean_b, boots, want, source, power in cases:
+            if power is None:
+                power = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)[0]
             self.comparisons.append({
                 "what": what, "boots": boots, "per_boot": [mean_a, mean_b],
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
-                "verdict": want, "power": shares[0 if want == "differs" else 1]})
+                "verdict": want, "power": power})
 
     def planned(self, c):
         """Boots condition c gets; None while the pilot has yet to say."""
