@@ -24,6 +24,7 @@
 #include "sampler.h"
 #include "stats.h"
 #include "summary.h"
+#include "jsonstr.h"
 #include "strbuf.h"
 
 #define MAX_LINKS 32

@@ -11,7 +11,7 @@
 #include "logfile.h"
 #include "names.h"
 #include "readlog.h"
-#include "strbuf.h"
+#include "jsonstr.h"
 
 struct field {
 	const char *name;

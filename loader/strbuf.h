@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A growing string for the log's key=value header and trailer; JSON strings. */
+/* A growing string for the log's key=value header and trailer. */
 #ifndef CHKWIN_STRBUF_H
 #define CHKWIN_STRBUF_H
 
@@ -18,7 +18,5 @@ void text_add(struct text *t, const char *fmt, ...);
 /* key=value with the value's newlines and control bytes turned to spaces. */
 void text_kv(struct text *t, const char *key, const char *value);
 void text_free(struct text *t);
-/* A JSON string of at most len bytes of s (it may end sooner at a NUL). */
-void json_str(FILE *out, const char *s, size_t len);
 
 #endif /* CHKWIN_STRBUF_H */

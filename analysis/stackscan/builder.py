@@ -2,8 +2,9 @@
 """Build stackscan (analysis/stackscan, C with capstone) into the cache.
 
 The binary goes to $CHKWIN_CACHE/stackscan/<key>/stackscan, the key
-covering this directory's sources and the compiler's and capstone's
-versions, so an unchanged tree is a cache hit.
+covering this directory's sources, the loader's JSON string writer it
+shares, and the compiler's and capstone's versions, so an unchanged tree
+is a cache hit.
 
     /usr/bin/python3 analysis/stackscan/build.py [--print-path]
 """
@@ -12,6 +13,9 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+# Sources from elsewhere that the Makefile compiles in (its SHARED).
+SHARED = [HERE.parent.parent / "loader" / name
+          for name in ("jsonstr.c", "jsonstr.h")]
 from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
 
 
@@ -25,6 +29,8 @@ def build():
     for path in sorted(p for p in HERE.iterdir()
                        if p.suffix in (".c", ".h") or p.name == "Makefile"):
         key.add("path:" + path.name, path.read_bytes())
+    for path in SHARED:
+        key.add("shared:" + path.name, path.read_bytes())
 
     def make_stackscan(tmp):
         tmp.mkdir()

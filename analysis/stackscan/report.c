@@ -2,8 +2,10 @@
  * function and offset, the access, the instruction that raised sp last and
  * how far below sp the access starts. */
 #include "report.h"
+#include "jsonstr.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <string.h>
 
 #define TEXTLEN 160
@@ -69,45 +71,29 @@ size_t report_text(FILE *out, struct scanner *s, const struct report *r)
 	return bad;
 }
 
-static void json_str(FILE *out, const char *p)
-{
-	fputc('"', out);
-	for (; *p; p++) {
-		unsigned char c = *p;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static void json_finding(FILE *out, const struct finding *f,
 			 const struct line *l)
 {
 	fputs("{\"function\": ", out);
-	json_str(out, l->fn->name);
+	json_str(out, l->fn->name, SIZE_MAX);
 	fprintf(out, ", \"offset\": %" PRIu64 ", \"section\": ",
 		f->addr - l->fn->start);
-	json_str(out, l->rg->name);
+	json_str(out, l->rg->name, SIZE_MAX);
 	fprintf(out, ", \"address\": %" PRIu64 ", \"access\": ", f->addr);
-	json_str(out, l->access);
+	json_str(out, l->access, SIZE_MAX);
 	fprintf(out, ", \"below_sp_min\": %" PRId64 ", \"below_sp_max\": %"
 		PRId64 ", \"release\": ", f->below_min, f->below_max);
 	if (f->has_release) {
 		fprintf(out, "{\"offset\": %" PRIu64 ", \"address\": %" PRIu64
 			", \"insn\": ", f->release - l->fn->start, f->release);
-		json_str(out, l->release);
+		json_str(out, l->release, SIZE_MAX);
 		fputc('}', out);
 	} else {
 		fputs("null", out);
 	}
 	if (l->why) {
 		fputs(", \"reason\": ", out);
-		json_str(out, l->why->reason);
+		json_str(out, l->why->reason, SIZE_MAX);
 	}
 	fputc('}', out);
 }
@@ -118,11 +104,11 @@ size_t report_json(FILE *out, struct scanner *s, const struct report *r)
 	int pass, first;
 
 	fputs("{\"file\": ", out);
-	json_str(out, r->path);
+	json_str(out, r->path, SIZE_MAX);
 	fputs(", \"kind\": ", out);
-	json_str(out, r->img->kind);
+	json_str(out, r->img->kind, SIZE_MAX);
 	fputs(", \"symbols\": ", out);
-	json_str(out, r->symbols);
+	json_str(out, r->symbols, SIZE_MAX);
 	fprintf(out, ", \"functions\": %zu, \"instructions\": %zu, "
 		"\"undecodable\": %zu, \"unreached\": %zu", r->st->functions,
 		r->st->instructions, r->st->undecoded, r->st->unreached);
@@ -148,7 +134,7 @@ size_t report_json(FILE *out, struct scanner *s, const struct report *r)
 			continue;
 		fputs(first ? "" : ", ", out);
 		first = 0;
-		json_str(out, r->allow->e[i].func);
+		json_str(out, r->allow->e[i].func, SIZE_MAX);
 	}
 	fputs("]}\n", out);
 	return bad;
