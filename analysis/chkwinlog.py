@@ -41,6 +41,9 @@ RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
          "blocks": ("block",)}
 # Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
 WINDOW_KEYS = ["window", "window.exact"]
+# A trailer's count.NAME or lost.NAME whose hooks the run left out
+# (loader/names.h): not a zero, nothing was there to count.
+NOT_ATTACHED = "not-attached"
 
 F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
 CALLER_UNKNOWN = 0xFFFF
@@ -279,7 +282,10 @@ def _trailer_value(key, v, facts):
             return "not a whole number"
         if "started_ns" in facts and n < facts["started_ns"]:
             return "ends before the header's started_ns"
-    elif any(_prefixed(key, p) for p in (b"records.", b"lost.", b"count.")):
+    elif _prefixed(key, b"lost.") or _prefixed(key, b"count."):
+        if _dec(v) is None and v != NOT_ATTACHED.encode():
+            return f"not a whole number or {NOT_ATTACHED}"
+    elif _prefixed(key, b"records."):
         n = _dec(v)
         if n is None:
             return "not a whole number"
@@ -450,16 +456,33 @@ class Log:
             end = start
         return max(0.0, (end - start) / 1e9)
 
-    def counter(self, name):
+    def lost(self):
+        """{probe: records lost, or NOT_ATTACHED}; {} without a trailer."""
+        return {k[5:]: v if v == NOT_ATTACHED else int(v)
+                for k, v in (self.trailer or {}).items() if k.startswith("lost.")}
+
+    def attached(self, name):
+        """Whether the run attached what feeds count.NAME (a counter the
+        trailer lacks is an error, as in counter())."""
+        return self.counter(name, not_attached=NOT_ATTACHED) != NOT_ATTACHED
+
+    def counter(self, name, not_attached=None):
         """The trailer's count.NAME, or None when the log has no trailer (a
         cut log).  A trailer without it is an error, not a zero: a counter
-        renamed on the C side must not read as nothing counted."""
+        renamed on the C side must not read as nothing counted.  One whose
+        hooks the run left out is not_attached where the caller gives a
+        value for it, else an error that says so."""
         if self.trailer is None:
             return None
         value = self.trailer.get(f"count.{name}")
         if value is None:
             raise LogError(self.end_offset, f"the trailer has no count.{name} "
                            f"(a log of another chkwin version?)")
+        if value == NOT_ATTACHED:
+            if not_attached is not None:
+                return not_attached
+            raise LogError(self.end_offset, f"count.{name} is {NOT_ATTACHED}: "
+                           f"this run left out the hooks that feed it")
         return int(value)
 
 

@@ -255,6 +255,9 @@ def main(argv=None):
     except Fail as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
+    except chkwinlog.LogError as e:
+        print(f"{PROG}: error: cannot analyse: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 1
 

@@ -24,9 +24,8 @@ SLICES = 10
 def calls_of(log):
     """Checksum calls made: the in-kernel counter when the log has a
     trailer (it counts calls whose record was lost too), else the records."""
-    if log.trailer and log.trailer.get("count.chksum"):
-        return int(log.trailer["count.chksum"])
-    return len(log.of("chksum"))
+    calls = log.counter("chksum")
+    return len(log.of("chksum")) if calls is None else calls
 
 
 def slices(log, corr, calls):

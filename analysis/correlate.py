@@ -305,8 +305,11 @@ class Correlation:
         if self.log.header.get("record") == "failures":
             if self.log.trailer is None:
                 return None, None
-            return (self.log.counter("chksum_window"),
-                    self.log.counter("irq.window") + self.log.counter("sample.window"))
+            # Arrivals from the sources this run attached (the sampler is
+            # usually left out); a run that attached neither knows nothing.
+            counted = [self.log.counter(f"{kind}.window")
+                       for kind in ("irq", "sample") if self.log.attached(f"{kind}.window")]
+            return (self.log.counter("chksum_window"), sum(counted) if counted else None)
         return int(len(self.window_calls)), int(np.count_nonzero(self.arrivals.window))
 
     def attributed(self):

@@ -24,6 +24,7 @@ import pathlib
 
 import numpy as np
 
+from analysis import chkwinlog
 from analysis import correlate
 from analysis import model
 from analysis import planning
@@ -395,8 +396,8 @@ def recorded(doc, runs):
                          "attributed": corr.attributed(),
                          "mechanism": fails / hit_calls if hit_calls else None,
                          "mechanism_ci": mech,
-                         "lost": sum(int(v) for k, v in (log.trailer or {}).items()
-                                     if k.startswith("lost."))})
+                         "lost": sum(n for n in log.lost().values()
+                                     if n != chkwinlog.NOT_ATTACHED)})
     return rows
 
 

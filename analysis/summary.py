@@ -23,6 +23,9 @@ def summarize(log, path, corr=None):
     flight = h.get("record") == "failures" and log.trailer is not None
     irq_classes = {}
     for kind in ("irq", "sample"):
+        if h.get(f"mode.{kind}") in ("off", "absent"):
+            irq_classes[kind] = chkwinlog.NOT_ATTACHED
+            continue
         cls = log.of(kind)["class"]
         irq_classes[kind] = {name: log.counter(f"{kind}.{name}") if flight
                              else int((cls == n).sum())
@@ -43,8 +46,7 @@ def summarize(log, path, corr=None):
         "rates_per_s": {k: round(v / secs, 1) if secs else None
                         for k, v in counts.items()},
         "classes": irq_classes,
-        "lost": {k[5:]: int(v) for k, v in (log.trailer or {}).items()
-                 if k.startswith("lost.")},
+        "lost": log.lost(),
         "ending": (log.trailer or {}).get("ending"),
     }
     if corr is not None:
@@ -67,8 +69,9 @@ def text(s):
     lines.append("records: " + " ".join(
         f"{k}={v} ({s['rates_per_s'][k]}/s)" for k, v in s["records"].items()))
     for kind, cls in s["classes"].items():
-        lines.append(f"{kind} classes: " + " ".join(
-            f"{k}={'unknown' if v is None else v}" for k, v in cls.items()))
+        lines.append(f"{kind} classes: " + ("not attached" if cls == chkwinlog.NOT_ATTACHED
+                                             else " ".join(f"{k}={'unknown' if v is None else v}"
+                                                           for k, v in cls.items())))
     lost = s["lost"]
     lines.append("lost: " + (" ".join(f"{k}={v}" for k, v in lost.items())
                              if lost else "unknown (no trailer)"))

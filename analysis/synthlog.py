@@ -22,7 +22,8 @@ import numpy as np
 
 from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDLED,
                                F_IN_CHKSUM, F_METADATA, F_MISMATCH, F_WINDOW_HIT,
-                               FILE_HEAD, FILE_HEAD_V1, LEGACY, MAGIC, PROBES, REC_SIZE,
+                               FILE_HEAD, FILE_HEAD_V1, LEGACY, MAGIC, NOT_ATTACHED, PROBES,
+                               REC_SIZE,
                                TYPE_IDS, TYPES, VERSION)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
@@ -54,7 +55,8 @@ def header(cpus=2, flavour="unpatched", window="gcc49", verify="tp_btf",
          "chksum_window": window, "cpus": cpus, "clock": "CLOCK_MONOTONIC",
          "clocksource": "arch_sys_counter", "started_ns": T0, "target_cpu": -1,
          "sample_hz": sample_hz, "record": "all", "mode.chksum": "tp_btf",
-         "mode.verify": verify, "mode.iget": "kprobe+kretprobe",
+         "mode.verify": verify, "mode.verify_meta": verify,
+         "mode.iget": "kprobe+kretprobe",
          "mode.irq": "tp_btf+irq_regs", "mode.ipi": "tp_btf",
          "mode.softirq": "tp_btf", "mode.block": "tp_btf",
          "mode.sample": "perf_event" if sample_hz else "off"}
@@ -105,23 +107,31 @@ def write(path, head, records, trailer=None, chunk=4096, version=VERSION):
                                 zlib.crc32(ttext, chain), seq) + ttext)
 
 
-def trailer_for(records, ended_ns):
+def trailer_for(head, records, ended_ns):
     """The trailer the loader would write after these records, counters
     as the BPF side counts them: checksum calls, those with a window
-    arrival, interrupt and sampler arrivals by class."""
+    arrival, interrupt and sampler arrivals by class; what the header's
+    modes leave out (the sampler, absent verify tracepoints, snapshots
+    outside the flight recorder) is not-attached, as the loader says."""
+    def off(hook):
+        return head.get(f"mode.{hook}") in ("off", "absent")
+
+    left_out = {"sample": off("sample"), "verify": off("verify") and off("verify_meta"),
+                "snapshot": head.get("record") != "failures"}
     types = records[:, 0]
     t = {"ended_ns": ended_ns, "ending": "signal"}
     for num, name in TYPES.items():
         t[f"records.{name}"] = int((types == num).sum())
     for name in PROBES:
-        t[f"lost.{name}"] = 0
+        t[f"lost.{name}"] = NOT_ATTACHED if left_out.get(name) else 0
     calls = records[types == TYPE_IDS["chksum"]].view(DTYPES["chksum"]).reshape(-1)
     t["count.chksum"] = len(calls)
     t["count.chksum_window"] = int(np.count_nonzero(calls["flags"] & F_WINDOW_HIT))
     for kind in ("irq", "sample"):
         rows = records[types == TYPE_IDS[kind]].view(DTYPES[kind]).reshape(-1)
         for n, name in enumerate(CLASSES):
-            t[f"count.{kind}.{name}"] = int(np.count_nonzero(rows["class"] == n))
+            t[f"count.{kind}.{name}"] = NOT_ATTACHED if left_out.get(kind) \
+                else int(np.count_nonzero(rows["class"] == n))
     return t
 
 
@@ -146,7 +156,7 @@ class Synth:
     def write(self, path, complete=True, version=VERSION):
         end = int(self.records[:, 8:16].copy().view("<u8").max()) + 1000
         write(path, self.header, self.records,
-              trailer_for(self.records, end) if complete else None, version=version)
+              trailer_for(self.header, self.records, end) if complete else None, version=version)
 
 
 def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_kw):

@@ -269,6 +269,16 @@ static int write_header(struct run *r, uint64_t started)
 	return err;
 }
 
+/* A JSON count: null where nothing of this run fed the counter. */
+static void json_count(const struct run *r, const char *key, int counter,
+		       unsigned long long value)
+{
+	if (chkwin_plan_counts(&r->plan, counter))
+		fprintf(stderr, ", \"%s\": %llu", key, value);
+	else
+		fprintf(stderr, ", \"%s\": null", key);
+}
+
 /*
  * The closing lines: one for people, then one JSON record for scripts
  * (scenarios forward it to the host, which parses it).
@@ -280,7 +290,6 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 	unsigned long long hits = counts->v[CHKWIN_CNT_CHKSUM_WINDOW];
 	unsigned long long lost = chkwin_counts_lost(counts);
 	unsigned long long records = 0, irqs = 0, ticks = 0;
-	unsigned long long snapshots = counts->v[CHKWIN_CNT_SNAPSHOT];
 	double seconds = (double)(now_ns() - r->started) / 1e9;
 	int i;
 
@@ -293,12 +302,15 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 	fprintf(stderr, "chkwin: %s: %llu checksum calls, %llu window hits, %llu lost records, %llu records in %.1f s%s%s\n",
 		ending, calls, hits, lost, records, seconds,
 		r->log ? ", log " : "", r->log ? r->log->path : "");
-	fprintf(stderr, "chkwin: result {\"ending\": \"%s\", \"checksum_calls\": %llu, "
-		"\"window_hits\": %llu, \"irq_arrivals\": %llu, \"sampler_ticks\": %llu, "
-		"\"lost\": %llu, \"records\": %llu, \"snapshots\": %llu, \"evicted\": %llu, "
-		"\"seconds\": %.3f, \"log\": ",
-		ending, calls, hits, irqs, ticks, lost, records, snapshots,
-		(unsigned long long)counts->v[CHKWIN_CNT_EVICTED], seconds);
+	fprintf(stderr, "chkwin: result {\"ending\": \"%s\"", ending);
+	json_count(r, "checksum_calls", CHKWIN_CNT_CHKSUM, calls);
+	json_count(r, "window_hits", CHKWIN_CNT_CHKSUM_WINDOW, hits);
+	json_count(r, "irq_arrivals", CHKWIN_CNT_IRQ_CLASS, irqs);
+	json_count(r, "sampler_ticks", CHKWIN_CNT_SAMPLE_CLASS, ticks);
+	fprintf(stderr, ", \"lost\": %llu, \"records\": %llu", lost, records);
+	json_count(r, "snapshots", CHKWIN_CNT_SNAPSHOT, counts->v[CHKWIN_CNT_SNAPSHOT]);
+	json_count(r, "evicted", CHKWIN_CNT_EVICTED, counts->v[CHKWIN_CNT_EVICTED]);
+	fprintf(stderr, ", \"seconds\": %.3f, \"log\": ", seconds);
 	if (r->log)
 		json_str(stderr, r->log->path, strlen(r->log->path));
 	else
@@ -323,7 +335,7 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 	if (!err && !r->opts->quiet)
 		chkwin_summary_hist(sum, &r->plan, hist);
 	if (!err && r->log) {
-		chkwin_trailer_text(&t, r->seen, &counts, hist, now_ns(), ending);
+		chkwin_trailer_text(&t, &r->plan, r->seen, &counts, hist, now_ns(), ending);
 		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
 		text_free(&t);
 	}

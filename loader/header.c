@@ -142,11 +142,25 @@ static void hist_line(struct text *t, const struct chkwin_hist *h, int src, int 
 		text_add(t, "\n");
 }
 
-void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES],
+/* A counter's value, or "not-attached" where nothing of this run feeds it. */
+static void counter_line(struct text *t, const struct chkwin_plan *p,
+			 const struct chkwin_counts *c, const char *prefix, int i)
+{
+	char name[64];
+
+	if (chkwin_plan_counts(p, i))
+		text_add(t, "%s%s=%llu\n", prefix, chkwin_counter_name(i, name, sizeof(name)),
+			 (unsigned long long)c->v[i]);
+	else
+		text_add(t, "%s%s=" CHKWIN_NOT_ATTACHED "\n", prefix,
+			 chkwin_counter_name(i, name, sizeof(name)));
+}
+
+void chkwin_trailer_text(struct text *t, const struct chkwin_plan *p,
+			 const uint64_t written[CHKWIN_REC_TYPES],
 			 const struct chkwin_counts *c, const struct chkwin_hist *h,
 			 uint64_t ended_ns, const char *ending)
 {
-	char name[64];
 	int i, src, func;
 
 	text_add(t, "ended_ns=%llu\n", (unsigned long long)ended_ns);
@@ -154,12 +168,10 @@ void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES
 	for (i = 1; i < CHKWIN_REC_TYPES; i++)
 		text_add(t, "records.%s=%llu\n", chkwin_rec_name(i),
 			 (unsigned long long)written[i]);
-	for (i = 0; i < CHKWIN_PROBES; i++)
-		text_add(t, "lost.%s=%llu\n", chkwin_probe_names[i],
-			 (unsigned long long)c->v[CHKWIN_CNT_LOST + i]);
+	for (i = CHKWIN_CNT_LOST; i < CHKWIN_COUNTERS; i++)
+		counter_line(t, p, c, "", i);
 	for (i = 0; i < CHKWIN_CNT_LOST; i++)
-		text_add(t, "count.%s=%llu\n", chkwin_counter_name(i, name, sizeof(name)),
-			 (unsigned long long)c->v[i]);
+		counter_line(t, p, c, "count.", i);
 	for (src = 0; src < CHKWIN_HIST_SOURCES; src++)
 		for (func = 0; func < CHKWIN_FUNCS; func++)
 			hist_line(t, h, src, func);

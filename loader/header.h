@@ -16,7 +16,8 @@
 void chkwin_plan_text(struct text *t, const struct chkwin_plan *p);
 void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 			const struct chkwin_plan *p, int ncpus, uint64_t started_ns);
-void chkwin_trailer_text(struct text *t, const uint64_t written[CHKWIN_REC_TYPES],
+void chkwin_trailer_text(struct text *t, const struct chkwin_plan *p,
+			 const uint64_t written[CHKWIN_REC_TYPES],
 			 const struct chkwin_counts *c, const struct chkwin_hist *h,
 			 uint64_t ended_ns, const char *ending);
 

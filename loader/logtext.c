@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "logtext.h"
+#include "names.h"
 
 #define MAX_LINES	4096
 
@@ -163,8 +164,12 @@ static const char *check_trailer_line(const struct line *l, struct chkwin_text_c
 			return "not a whole number";
 		if (c->has_started && v < c->started_ns)
 			return "ends before the header's started_ns";
-	} else if (has_prefix(l, "records.") || has_prefix(l, "lost.") ||
-		   has_prefix(l, "count.")) {
+	} else if (has_prefix(l, "lost.") || has_prefix(l, "count.")) {
+		if (dec(l->val, l->vlen, &v) &&
+		    !(l->vlen == strlen(CHKWIN_NOT_ATTACHED) &&
+		      !memcmp(l->val, CHKWIN_NOT_ATTACHED, l->vlen)))
+			return "not a whole number or " CHKWIN_NOT_ATTACHED;
+	} else if (has_prefix(l, "records.")) {
 		if (dec(l->val, l->vlen, &v))
 			return "not a whole number";
 		for (i = 1; i < CHKWIN_MAX_TYPES; i++) {

@@ -7,6 +7,9 @@
 
 #include "chkwin.h"
 
+/* A trailer's count.NAME or lost.NAME whose hooks the run left out. */
+#define CHKWIN_NOT_ATTACHED "not-attached"
+
 extern const char *const chkwin_class_names[CHKWIN_CLASSES];
 extern const char *const chkwin_probe_names[CHKWIN_PROBES];
 

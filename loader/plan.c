@@ -174,6 +174,7 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	int i, n = 0;
 
 	p->kernel_kind = tp ? "lab" : "stock";
+	p->record = o->record;
 	if (o->off[HOOK_CHKSUM]) {
 		p->mode[HOOK_CHKSUM] = "off";
 	} else if (tp && o->mode != ATTACH_FALLBACK) {
@@ -362,4 +363,71 @@ bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_hook probe)
 	const char *m = p->mode[probe];
 
 	return m && strcmp(m, "off") && strcmp(m, "absent");
+}
+
+/* Records a probe sends (and can lose) come from these hooks. */
+static bool probe_attached(const struct chkwin_plan *p, enum chkwin_probe probe)
+{
+	switch (probe) {
+	case CHKWIN_PROBE_CHKSUM:
+		return chkwin_plan_on(p, HOOK_CHKSUM);
+	case CHKWIN_PROBE_VERIFY:
+		return chkwin_plan_on(p, HOOK_VERIFY) || chkwin_plan_on(p, HOOK_VERIFY_META);
+	case CHKWIN_PROBE_IGET:
+		return chkwin_plan_on(p, HOOK_IGET);
+	case CHKWIN_PROBE_IRQ:
+		return chkwin_plan_on(p, HOOK_IRQ);
+	case CHKWIN_PROBE_SOFTIRQ:
+		return chkwin_plan_on(p, HOOK_SOFTIRQ);
+	case CHKWIN_PROBE_BLOCK:
+		return chkwin_plan_on(p, HOOK_BLOCK);
+	case CHKWIN_PROBE_SAMPLE:
+		return chkwin_plan_on(p, HOOK_SAMPLE);
+	case CHKWIN_PROBE_SNAPSHOT:
+		return p->record == CHKWIN_RECORD_FAILURES;
+	case CHKWIN_PROBES:
+		break;
+	}
+	return false;
+}
+
+bool chkwin_plan_counts(const struct chkwin_plan *p, int counter)
+{
+	if (counter >= CHKWIN_CNT_LOST)
+		return probe_attached(p, (enum chkwin_probe)(counter - CHKWIN_CNT_LOST));
+	if (counter >= CHKWIN_CNT_SAMPLE_CLASS)
+		return probe_attached(p, CHKWIN_PROBE_SAMPLE);
+	if (counter >= CHKWIN_CNT_IRQ_CLASS)
+		return probe_attached(p, CHKWIN_PROBE_IRQ);
+	switch ((enum chkwin_counter)counter) {
+	case CHKWIN_CNT_CHKSUM:
+	case CHKWIN_CNT_CHKSUM_NESTED:
+		return probe_attached(p, CHKWIN_PROBE_CHKSUM);
+	case CHKWIN_CNT_CHKSUM_WINDOW:
+		/* irq_exit marks the call in flight as hit. */
+		return probe_attached(p, CHKWIN_PROBE_CHKSUM) &&
+		       probe_attached(p, CHKWIN_PROBE_IRQ);
+	case CHKWIN_CNT_VERIFY:
+	case CHKWIN_CNT_VERIFY_BAD:
+		return probe_attached(p, CHKWIN_PROBE_VERIFY);
+	case CHKWIN_CNT_IGET:
+	case CHKWIN_CNT_IGET_BADCRC:
+		return probe_attached(p, CHKWIN_PROBE_IGET);
+	case CHKWIN_CNT_IRQ_UNHANDLED:
+		return probe_attached(p, CHKWIN_PROBE_IRQ);
+	case CHKWIN_CNT_SOFTIRQ:
+		return probe_attached(p, CHKWIN_PROBE_SOFTIRQ);
+	case CHKWIN_CNT_BLOCK:
+		return probe_attached(p, CHKWIN_PROBE_BLOCK);
+	case CHKWIN_CNT_SNAPSHOT:
+	case CHKWIN_CNT_EVICTED:
+	case CHKWIN_CNT_FROZEN:
+		return probe_attached(p, CHKWIN_PROBE_SNAPSHOT);
+	case CHKWIN_CNT_IRQ_CLASS:	/* the ranges, handled above */
+	case CHKWIN_CNT_SAMPLE_CLASS:
+	case CHKWIN_CNT_LOST:
+	case CHKWIN_COUNTERS:
+		break;
+	}
+	return false;
 }

@@ -47,6 +47,7 @@ struct chkwin_plan {
 	const char *kernel_kind;
 	/* How chksum records get their caller: "tracepoint", "stack" or "none". */
 	const char *caller_source;
+	enum chkwin_record_mode record;
 	char error[200];	/* why the plan cannot be carried out */
 };
 
@@ -62,5 +63,10 @@ void chkwin_plan_free(struct chkwin_plan *plan);
 
 /* Whether a mode string means something was attached. */
 bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_hook p);
+/*
+ * Whether counter i (enum chkwin_counter) is fed by something the plan
+ * attaches; the trailer says "not-attached" for the others, not 0.
+ */
+bool chkwin_plan_counts(const struct chkwin_plan *plan, int i);
 
 #endif /* CHKWIN_PLAN_H */

@@ -7,6 +7,8 @@ import subprocess
 
 from tests.kernels import PY, REPO
 
+from analysis.chkwinlog import NOT_ATTACHED, PROBES
+
 
 class Run:
     def __init__(self, proc, out):
@@ -22,6 +24,13 @@ class Run:
         prefix = key + ": "
         return [ln[len(prefix):].strip() for ln in self.console.splitlines()
                 if ln.startswith(prefix)]
+
+
+def assert_nothing_lost(trailer, left_out):
+    """Every probe lost 0 records; the probes in left_out, which the run
+    did not attach, say not-attached (never a silent 0)."""
+    lost = {k[5:]: v for k, v in trailer.items() if k.startswith("lost.")}
+    assert lost == {p: NOT_ATTACHED if p in left_out else "0" for p in PROBES}, lost
 
 
 def boot(out, flavour, scenario, *extra):

@@ -76,6 +76,9 @@ HOSTILE_TRAILER = [
     b"records.irq=0", b"records.chksum=99999999999999999999999",
     b"hist.irq.0=999:1", b"hist.irq.1=" + b" ".join(b"%d:1" % i for i in range(300)),
     b"hist.sample.0=1:2  3:4", b"ending", b"ended_ns=1\nended_ns=2",
+    # Counters a run left out: valid for count./lost., never for records.
+    b"count.softirq=not-attached", b"lost.sample=not-attached",
+    b"records.irq=not-attached", b"count.chksum=not-attached ", b"count.block=Not-attached",
 ]
 
 
@@ -155,21 +158,21 @@ def bases(tmp):
         s = synthlog.generate(igets=240, k=2, m=1, **kw)
         path = tmp / f"{name}.bin"
         synthlog.write(path, s.header, s.records,
-                       synthlog.trailer_for(s.records, 3_000_000_000), chunk=400)
+                       synthlog.trailer_for(s.header, s.records, 3_000_000_000), chunk=400)
         out[name] = path.read_bytes()
     s = synthlog.generate(igets=240, k=1, m=1, seed=5)
     synthlog.write(tmp / "truncated.bin", s.header, s.records, None, chunk=400)
     out["truncated"] = (tmp / "truncated.bin").read_bytes()
     synthlog.write(tmp / "v1.bin", s.header, s.records,
-                   synthlog.trailer_for(s.records, 3_000_000_000), chunk=400, version=1)
+                   synthlog.trailer_for(s.header, s.records, 3_000_000_000), chunk=400, version=1)
     out["v1"] = (tmp / "v1.bin").read_bytes()
     synthlog.write(tmp / "v2.bin", s.header, s.records,
-                   synthlog.trailer_for(s.records, 3_000_000_000), chunk=400, version=2)
+                   synthlog.trailer_for(s.header, s.records, 3_000_000_000), chunk=400, version=2)
     out["v2"] = (tmp / "v2.bin").read_bytes()
     # What the flight recorder writes: snapshots (version 3 only).
     cut = flight.cut(chkwinlog.parse(bytearray(out["complete"])), 8)
     synthlog.write(tmp / "flight.bin", cut.header, cut.records,
-                   synthlog.trailer_for(cut.records, 3_000_000_000), chunk=40)
+                   synthlog.trailer_for(cut.header, cut.records, 3_000_000_000), chunk=40)
     out["flight"] = (tmp / "flight.bin").read_bytes()
     return out
 

@@ -86,7 +86,7 @@ def test_a_flight_logs_totals_come_from_its_counters(full, tmp_path):
     (what the BPF side counted), not its records."""
     log, geo, c = full
     cut = flight.cut(log, 16)
-    trailer = synthlog.trailer_for(cut.records, 3_000_000_000)
+    trailer = synthlog.trailer_for(cut.header, cut.records, 3_000_000_000)
     trailer.update({"count.chksum_window": 1234, "count.irq.window": 7,
                     "count.sample.window": 5, "count.irq.kernel": 99999})
     synthlog.write(tmp_path / "flight.bin", cut.header, cut.records, trailer)
@@ -105,7 +105,7 @@ def test_a_missing_counter_is_an_error_and_a_cut_flight_log_has_no_totals(full, 
     log cut before its trailer has no totals (None), not zero."""
     log, geo, _ = full
     cut = flight.cut(log, 16)
-    trailer = synthlog.trailer_for(cut.records, 3_000_000_000)
+    trailer = synthlog.trailer_for(cut.header, cut.records, 3_000_000_000)
     del trailer["count.chksum_window"]
     synthlog.write(tmp_path / "flight.bin", cut.header, cut.records, trailer)
     flog = chkwinlog.read(tmp_path / "flight.bin")

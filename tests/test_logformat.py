@@ -37,6 +37,7 @@ def test_constants_and_names_agree(c_side):
     assert c_side["hist_slots"] == chkwinlog.HIST_SLOTS
     assert c_side["caller_unknown"] == chkwinlog.CALLER_UNKNOWN
     assert c_side["func_none"] == chkwinlog.FUNC_NONE
+    assert c_side["not_attached"] == chkwinlog.NOT_ATTACHED
     assert c_side["flags"] == [chkwinlog.F_IN_CHKSUM, chkwinlog.F_WINDOW_HIT,
                                chkwinlog.F_HANDLED, chkwinlog.F_COMPLETE,
                                chkwinlog.F_MISMATCH, chkwinlog.F_METADATA]
@@ -131,3 +132,40 @@ def test_a_layout_the_analysis_cannot_use_is_read_but_refused(tmp_path):
                            str(tmp_path / "narrow.bin")], capture_output=True, text=True)
     assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "its irq records have no offset field of code u16" in proc.stderr
+
+
+def test_a_counter_the_run_left_out_is_not_attached_never_zero(tmp_path):
+    """A run without the sampler: its trailer says count.sample.NAME and
+    lost.sample are not-attached, both readers take the log whole, the
+    analysis says "not attached" where it shows them and refuses to read
+    one as a number; records.TYPE is always a number."""
+    s = synthlog.generate(igets=200, k=1, m=0, seed=4)
+    assert s.header["mode.sample"] == "off"
+    s.write(tmp_path / "nosampler.bin")
+    log = chkwinlog.read(tmp_path / "nosampler.bin")
+    assert log.status == "complete"
+    assert log.trailer["count.sample.window"] == chkwinlog.NOT_ATTACHED
+    assert not log.attached("sample.window") and log.attached("irq.window")
+    assert log.lost()["sample"] == chkwinlog.NOT_ATTACHED and log.lost()["irq"] == 0
+    with pytest.raises(chkwinlog.LogError, match="count.sample.window is not-attached"):
+        log.counter("sample.window")
+    reader = fuzzlog.build_reader(tmp_path / "reader")
+    proc = subprocess.run([str(reader), str(tmp_path / "nosampler.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == list(logjson.lines(log))
+    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "summary",
+                           str(tmp_path / "nosampler.bin")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "sample classes: not attached" in proc.stdout
+    assert "sample=not-attached" in proc.stdout
+    # records.TYPE counts what was written: never not-attached.
+    raw = (tmp_path / "nosampler.bin").read_bytes()
+    parts = fuzzlog.Parts(bytearray(raw))
+    bad = parts.trailer.replace(b"records.sample=0", b"records.sample=not-attached")
+    (tmp_path / "bad.bin").write_bytes(parts.join(trailer=bad.rstrip(b"\0")))
+    with pytest.raises(chkwinlog.LogError, match="records.sample"):
+        chkwinlog.read(tmp_path / "bad.bin")
+    proc = subprocess.run([str(reader), str(tmp_path / "bad.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "records.sample" in proc.stdout.splitlines()[-1]

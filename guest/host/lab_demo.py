@@ -532,9 +532,9 @@ class Experiment:
             if not result:
                 die(f"boot {out.name}: chkwin printed no closing record "
                     f"(console: {out / 'console.log'})")
-            # The dose: interrupt arrivals (device irqs and sampler ticks)
-            # per second of recording, all CPUs.
-            b["arrivals_per_s"] = (result["irq_arrivals"] + result["sampler_ticks"]) \
+            # The dose: interrupt arrivals (device irqs and sampler ticks,
+            # null where not attached) per second of recording, all CPUs.
+            b["arrivals_per_s"] = sum(result[k] or 0 for k in ("irq_arrivals", "sampler_ticks")) \
                 / result["seconds"]
         return b
 

@@ -58,6 +58,7 @@ int main(void)
 	       CHKWIN_MAX_CPUS, CHKWIN_MAX_SPAN, CHKWIN_HIST_SLOTS);
 	printf("\"caller_unknown\": %d, \"func_none\": %d,\n", CHKWIN_CALLER_UNKNOWN,
 	       CHKWIN_FUNC_NONE);
+	printf("\"not_attached\": \"%s\",\n", CHKWIN_NOT_ATTACHED);
 	printf("\"flags\": [%d, %d, %d, %d, %d, %d],\n", CHKWIN_F_IN_CHKSUM,
 	       CHKWIN_F_WINDOW_HIT, CHKWIN_F_HANDLED, CHKWIN_F_COMPLETE, CHKWIN_F_MISMATCH,
 	       CHKWIN_F_METADATA);
