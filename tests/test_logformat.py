@@ -169,3 +169,21 @@ def test_a_counter_the_run_left_out_is_not_attached_never_zero(tmp_path):
     proc = subprocess.run([str(reader), str(tmp_path / "bad.bin")],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "records.sample" in proc.stdout.splitlines()[-1]
+
+
+def test_counters_vary_in_number(tmp_path):
+    """A trailer may carry counters this reader has never heard of (one per
+    watched window, say): both readers take them as they come, by name."""
+    s = synthlog.generate(igets=200, k=1, m=0, seed=5)
+    trailer = synthlog.trailer_for(s.header, s.records, 3_000_000_000)
+    trailer.update({f"count.window.w{n}": n for n in range(40)})
+    trailer["count.window.w7"] = chkwinlog.NOT_ATTACHED
+    synthlog.write(tmp_path / "more.bin", s.header, s.records, trailer)
+    log = chkwinlog.read(tmp_path / "more.bin")
+    assert log.status == "complete"
+    assert log.counter("window.w39") == 39 and not log.attached("window.w7")
+    reader = fuzzlog.build_reader(tmp_path / "reader")
+    proc = subprocess.run([str(reader), str(tmp_path / "more.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == list(logjson.lines(log))
