@@ -15,6 +15,8 @@ import pytest
 
 from tests.kernels import PY, REPO, kernel_dir
 
+from analysis import windows
+
 from guest.host.cachedir import cache_root
 
 pytestmark = pytest.mark.guest
@@ -318,7 +320,7 @@ def test_bad_input(stackscan, tmp_path):
         assert proc.stderr.rstrip().endswith(msg), proc.stderr
 
 
-def windows(kdir):
+def windows_of(kdir):
     """The emulated windows from System.map, [(mov sp, x29, the load)]: the
     gcc49 one (release, loop, load) and the exact listing's pair."""
     syms = {}
@@ -335,7 +337,7 @@ def assert_only_window(rep, kdir):
     assert [(f["function"], f["address"], f["release"]["address"],
              f["release"]["insn"]) for f in rep["findings"]] == \
         [("ext4_chksum_gcc49", load, release, "mov sp, x29")
-         for release, load in windows(kdir)]
+         for release, load in windows_of(kdir)]
     assert all(f["reason"] for f in rep["allowed"])
     assert rep["unused_allow"] == []
 
@@ -347,6 +349,25 @@ def test_lab_vmlinux(stackscan, flavour):
     assert rc == 1
     assert_only_window(rep, kdir)
     assert rep["functions"] > 15000
+
+
+def test_lab_windows_file_names_exactly_the_emulated_windows(stackscan, tmp_path):
+    """--windows-out on the lab kernel: a windows file of two windows,
+    each from the instruction after mov sp, x29 to the load, which placed
+    by the kernel's symbols are exactly the debug patch's labelled ranges
+    (gcc49: window_start..window_end; gcc49-exact: the one load)."""
+    kdir = kernel_dir("unpatched")
+    out = tmp_path / "lab.windows"
+    proc = subprocess.run([stackscan, "--allow", str(ALLOW_LAB), "--windows-out", str(out),
+                           str(kdir / "vmlinux")], capture_output=True, text=True)
+    assert proc.returncode == 1 and "2 windows written" in proc.stderr, proc.stderr
+    ws = windows.read(out)
+    placed = windows.place(ws, windows.system_map_symbols(kdir / "System.map"))
+    assert [(first, last) for _, first, last in placed] == \
+        [(release + 4, load) for release, load in windows_of(kdir)]
+    assert all(windows.location(w.why["release"]).offset == w.first.offset - 4
+               and w.why["access"] == str(w.last) for w in ws)
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_lab_image_by_system_map(stackscan, tmp_path):

@@ -7,18 +7,23 @@
 #include "report.h"
 #include "scan.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
-	"usage: stackscan [--json] [--system-map FILE] [--allow FILE] KERNEL\n"
+	"usage: stackscan [--json] [--system-map FILE] [--allow FILE]\n"
+	"                 [--windows-out FILE] KERNEL\n"
 	"  KERNEL        aarch64 vmlinux, module (.ko) or object, or a raw\n"
 	"                arm64 Image; either may be gzip-compressed (vmlinuz)\n"
 	"  --system-map  take function bounds from this System.map (needed for\n"
 	"                a raw Image or a stripped vmlinux)\n"
 	"  --allow       allow-list: lines \"FUNCTION[+0xOFF] REASON\"\n"
 	"  --json        one JSON object instead of text lines\n"
+	"  --windows-out also write the findings as a windows file for\n"
+	"                chkwin --windows (docs/windows.md)\n"
 	"exit status: 0 no findings, 1 findings, 2 error\n";
 
 static int die(const char *msg)
@@ -27,9 +32,54 @@ static int die(const char *msg)
 	return 2;
 }
 
+/* A module's name as kallsyms spells it: the file's name up to ".ko",
+ * '-' as '_'. */
+static void module_name(const char *path, char *buf, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	size_t i, n;
+
+	base = base ? base + 1 : path;
+	n = strstr(base, ".ko") ? (size_t)(strstr(base, ".ko") - base) : strlen(base);
+	if (n >= len)
+		n = len - 1;
+	for (i = 0; i < n; i++)
+		buf[i] = base[i] == '-' ? '_' : base[i];
+	buf[n] = 0;
+}
+
+/* Whole or not at all: a temporary file renamed over FILE. */
+static int write_windows(const char *path, struct scanner *s,
+			 const struct report *r, char *err)
+{
+	char tmp[4096];
+	FILE *f;
+	size_t n;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return fail(err, "%s: path too long", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return fail(err, "%s: %s", tmp, strerror(errno));
+	n = report_windows(f, s, r);
+	if (fflush(f) || ferror(f)) {
+		fclose(f);
+		unlink(tmp);
+		return fail(err, "%s: write failed", tmp);
+	}
+	if (fclose(f) || rename(tmp, path)) {
+		unlink(tmp);
+		return fail(err, "%s: %s", path, strerror(errno));
+	}
+	fprintf(stderr, "stackscan: %zu window%s written to %s\n", n,
+		n == 1 ? "" : "s", path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *path = NULL, *sysmap = NULL, *allow_path = NULL;
+	const char *path = NULL, *sysmap = NULL, *allow_path = NULL, *wout = NULL;
+	char module[64];
 	char err[ERRLEN];
 	struct image img;
 	struct allow allow = { 0 };
@@ -48,13 +98,16 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--json")) {
 			json = 1;
-		} else if (!strcmp(a, "--system-map") || !strcmp(a, "--allow")) {
+		} else if (!strcmp(a, "--system-map") || !strcmp(a, "--allow") ||
+			   !strcmp(a, "--windows-out")) {
 			if (i + 1 == argc) {
 				snprintf(err, sizeof(err), "%s needs a file", a);
 				return die(err);
 			}
 			if (!strcmp(a, "--allow"))
 				allow_path = argv[++i];
+			else if (!strcmp(a, "--windows-out"))
+				wout = argv[++i];
 			else
 				sysmap = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
@@ -91,7 +144,18 @@ int main(int argc, char **argv)
 	r.f = found;
 	r.st = &st;
 	r.allow = &allow;
+	if (!strcmp(img.kind, "module")) {
+		module_name(path, module, sizeof(module));
+		r.module = module;
+	}
 	bad = json ? report_json(stdout, s, &r) : report_text(stdout, s, &r);
+	if (wout && write_windows(wout, s, &r, err)) {
+		scanner_free(s);
+		image_free(&img);
+		allow_free(&allow);
+		free(found);
+		return die(err);
+	}
 	scanner_free(s);
 	image_free(&img);
 	allow_free(&allow);

@@ -139,3 +139,49 @@ size_t report_json(FILE *out, struct scanner *s, const struct report *r)
 	fputs("]}\n", out);
 	return bad;
 }
+
+/* A windows-file location: [MODULE:]FUNC+0xOFF. */
+static void location(FILE *out, const struct report *r, const struct func *fn,
+		     uint64_t addr)
+{
+	fprintf(out, "%s%s%s+0x%" PRIx64, r->module ? r->module : "",
+		r->module ? ":" : "", fn->name, addr - fn->start);
+}
+
+size_t report_windows(FILE *out, struct scanner *s, const struct report *r)
+{
+	size_t i, n = 0;
+
+	fprintf(out, "chkwin-windows 1\n# stackscan %s\n", r->path);
+	for (i = 0; i < r->n; i++) {
+		const struct finding *f = &r->f[i];
+		struct line l;
+
+		describe(s, r, f, &l);
+		if (l.why)
+			continue;
+		if (!f->has_release || f->release >= f->addr) {
+			/* Below sp from the function's entry: no release opens it. */
+			fputs("# no window: ", out);
+			location(out, r, l.fn, f->addr);
+			fputs(" is below sp without an earlier release\n", out);
+			continue;
+		}
+		location(out, r, l.fn, f->addr);
+		fputc(' ', out);
+		location(out, r, l.fn, f->release + 4);
+		fputc(' ', out);
+		location(out, r, l.fn, f->addr);
+		fprintf(out, " size=0x%" PRIx64 " release=", l.fn->end - l.fn->start);
+		location(out, r, l.fn, f->release);
+		fputs(" access=", out);
+		location(out, r, l.fn, f->addr);
+		if (f->below_min == f->below_max)
+			fprintf(out, " below_sp=%" PRId64 "\n", f->below_min);
+		else
+			fprintf(out, " below_sp=%" PRId64 "..%" PRId64 "\n",
+				f->below_min, f->below_max);
+		n++;
+	}
+	return n;
+}
