@@ -29,8 +29,11 @@ CHUNK_HEAD = struct.Struct("<4sIII")
 # tables by them.
 MAX_CPUS = 4096
 MAX_SPAN = 1 << 20
-MAX_LINES = 4096
+MAX_LINES = 16384
 HIST_SLOTS = 256
+# Windows watched by name (bpf/chkwin.h, docs/windows.md).
+MAX_WATCHED = 4096
+_WATCH_NAME = re.compile(rb"[A-Za-z0-9_.+:-]{1,127}")
 
 CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
 # The probes, in bpf/chkwin.h's enum chkwin_probe order (trailer lost.PROBE).
@@ -259,6 +262,12 @@ def _header_value(key, v, facts):
         f = _fields(v, 3)
         if not f or not _range(f[1], f[2], True):
             return "not NAME START END with 0 < END - START <= 1 MiB"
+    elif _prefixed(key, b"watch."):
+        if not _indexed(key, b"watch.", MAX_WATCHED - 1):
+            return f"not watch.N (0-{MAX_WATCHED} - 1)"
+        f = v.split(b" ")
+        if len(f) != 3 or not _WATCH_NAME.fullmatch(f[0]) or not _range(f[1], f[2], False):
+            return "not NAME FIRST LAST with 0 <= LAST - FIRST <= 1 MiB"
     elif key in (b"window", b"window.exact"):
         f = _fields(v, 2)
         if not f or not _range(f[0], f[1], False):
@@ -322,7 +331,7 @@ def check_text(raw, base, trailer, facts):
         line = text[pos:end]
         if line:
             if len(lines) == MAX_LINES:
-                raise LogError(base + pos, "more than 4096 lines")
+                raise LogError(base + pos, f"more than {MAX_LINES} lines")
             key, sep, value = line.partition(b"=")
             if not sep or not key:
                 raise LogError(base + pos, "a line that is not key=value")
@@ -411,16 +420,29 @@ class Log:
         name, start, end = value.split()
         return name, int(start, 16), int(end, 16)
 
+    def watched(self):
+        """[(name, first, last)] of the windows chkwin --windows watched
+        (watch.N), in order of N, both addresses inclusive."""
+        found = []
+        for n in range(MAX_WATCHED):
+            value = self.header.get(f"watch.{n}")
+            if value is None:
+                break
+            name, first, last = value.split()
+            found.append((name, int(first, 16), int(last, 16)))
+        return found
+
     def windows(self):
-        """[(start, end)] of the emulated windows the kernel has, both
-        inclusive: the gcc49 window and the exact listing's instruction."""
+        """[(start, end)] of the windows arrivals are classed by, both
+        inclusive: the emulated ones the kernel has (the gcc49 window and
+        the exact listing's instruction), or those of --windows."""
         found = []
         for key in WINDOW_KEYS:
             value = self.header.get(key)
             if value:
                 start, end = value.split()
                 found.append((int(start, 16), int(end, 16)))
-        return found
+        return found + [(first, last) for _, first, last in self.watched()]
 
     def window_known(self):
         """Whether window figures mean anything: the kernel has the window

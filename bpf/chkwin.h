@@ -37,6 +37,23 @@ enum chkwin_window {
 };
 
 /*
+ * Windows watched by name (chkwin --windows, docs/windows.md): at most
+ * CHKWIN_MAX_WATCHED, sorted by first instruction and disjoint, so that an
+ * arrival finds its window in CHKWIN_WATCH_STEPS halvings.
+ */
+#define CHKWIN_MAX_WATCHED	4096
+#define CHKWIN_WATCH_STEPS	13	/* > log2(CHKWIN_MAX_WATCHED) */
+#define CHKWIN_WATCH_NONE	0xffff
+#define CHKWIN_WATCH_NAME_MAX	127
+#define CHKWIN_WATCH_NAME_CHARS	\
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+:-"
+
+struct chkwin_watched {
+	__u64 first;	/* first and last instruction, both inclusive */
+	__u64 last;
+};
+
+/*
  * Every record type and its payload, declared once, in the manner of the
  * kernel's TRACE_EVENT.  CHKWIN_RECORDS(R) lists the types in the order of
  * their numbers (from 1), each R(TYPE, name); CHKWIN_<TYPE>_FIELDS(F, rec)

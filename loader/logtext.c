@@ -5,12 +5,14 @@
  * are docs/log-format.md's "Checked values", shared with chkwinlog.py.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "logtext.h"
 #include "names.h"
 
-#define MAX_LINES	4096
+#define STR(x)		#x
+#define XSTR(x)		STR(x)
 
 struct line {
 	const char *key, *val;
@@ -98,6 +100,19 @@ static int has_prefix(const struct line *l, const char *prefix)
 	return l->klen > p && !memcmp(l->key, prefix, p);
 }
 
+/* A window's name as docs/windows.md allows it. */
+static int window_name(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > CHKWIN_WATCH_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strchr(CHKWIN_WATCH_NAME_CHARS, s[i]) || !s[i])
+			return 0;
+	return 1;
+}
+
 /* START END in hex, start <= end (start < end when strict), span bounded. */
 static int range(const char *const *f, const size_t *flen, int strict)
 {
@@ -139,6 +154,12 @@ static const char *check_header_line(const struct line *l, struct chkwin_text_ch
 	} else if (is(l, "window") || is(l, "window.exact")) {
 		if (fields(l->val, l->vlen, f, flen, 2) != 2 || range(f, flen, 0))
 			return "not START END with 0 <= END - START <= 1 MiB";
+	} else if (has_prefix(l, "watch.")) {
+		if (!indexed(l, "watch.", CHKWIN_MAX_WATCHED - 1))
+			return "not watch.N (0-" XSTR(CHKWIN_MAX_WATCHED) " - 1)";
+		if (fields(l->val, l->vlen, f, flen, 3) != 3 || !window_name(f[0], flen[0]) ||
+		    range(f + 1, flen + 1, 0))
+			return "not NAME FIRST LAST with 0 <= LAST - FIRST <= 1 MiB";
 	} else if (has_prefix(l, "record.")) {
 		if (!indexed(l, "record.", CHKWIN_MAX_TYPES - 1) ||
 		    dec(l->key + 7, l->klen - 7, &v) || v == 0)
@@ -215,10 +236,59 @@ static int bad(struct chkwin_text_check *c, const struct line *l, size_t at,
 	return -1;
 }
 
+static int by_key_then_place(const void *a, const void *b)
+{
+	const struct line *x = *(const struct line *const *)a;
+	const struct line *y = *(const struct line *const *)b;
+	size_t n = x->klen < y->klen ? x->klen : y->klen;
+	int c = memcmp(x->key, y->key, n);
+
+	if (c)
+		return c;
+	if (x->klen != y->klen)
+		return x->klen < y->klen ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * The first line (in the text's order) whose key an earlier line has, or
+ * NULL: sorted by key and place, the second of each run of equal keys.
+ */
+static const struct line *first_duplicate(struct line *lines, int n)
+{
+	static struct line *order[CHKWIN_MAX_LINES];
+	const struct line *dup = NULL;
+	int i;
+
+	for (i = 0; i < n; i++)
+		order[i] = &lines[i];
+	qsort(order, (size_t)n, sizeof(order[0]), by_key_then_place);
+	for (i = 1; i < n; i++) {
+		const struct line *a = order[i - 1], *b = order[i];
+
+		if (a->klen == b->klen && !memcmp(a->key, b->key, a->klen) &&
+		    (i < 2 || order[i - 2]->klen != a->klen ||
+		     memcmp(order[i - 2]->key, a->key, a->klen)) &&
+		    (!dup || b->at < dup->at))
+			dup = b;
+	}
+	return dup;
+}
+
+/* The text's shape fails at pos; a duplicate key before it fails first. */
+static int bad_shape(struct chkwin_text_check *c, struct line *lines, int n,
+		     size_t pos, const char *why)
+{
+	const struct line *dup = first_duplicate(lines, n);
+
+	return dup ? bad(c, dup, dup->at, "duplicate key") : bad(c, NULL, pos, why);
+}
+
 int chkwin_text_check(const char *text, size_t len, int trailer,
 		      struct chkwin_text_check *c)
 {
-	static struct line lines[MAX_LINES];
+	static struct line lines[CHKWIN_MAX_LINES];
+	const struct line *dup;
 	size_t pos = 0;
 	int n = 0, i;
 
@@ -233,21 +303,22 @@ int chkwin_text_check(const char *text, size_t len, int trailer,
 			pos = end + 1;
 			continue;
 		}
-		if (n == MAX_LINES)
-			return bad(c, NULL, pos, "more than 4096 lines");
+		if (n == CHKWIN_MAX_LINES)
+			return bad_shape(c, lines, n, pos,
+					 "more than " XSTR(CHKWIN_MAX_LINES) " lines");
 		if (!eq || eq == p)
-			return bad(c, NULL, pos, "a line that is not key=value");
+			return bad_shape(c, lines, n, pos, "a line that is not key=value");
 		l->key = p;
 		l->klen = (size_t)(eq - p);
 		l->val = eq + 1;
 		l->vlen = end - (size_t)(eq + 1 - text);
 		l->at = pos;
-		for (i = 0; i < n; i++)
-			if (lines[i].klen == l->klen && !memcmp(lines[i].key, l->key, l->klen))
-				return bad(c, l, pos, "duplicate key");
 		n++;
 		pos = end + 1;
 	}
+	dup = first_duplicate(lines, n);
+	if (dup)
+		return bad(c, dup, dup->at, "duplicate key");
 	for (i = 0; i < n; i++) {
 		const char *why = trailer ? check_trailer_line(&lines[i], c) :
 					    check_header_line(&lines[i], c);

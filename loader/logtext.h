@@ -16,6 +16,7 @@
 #include "schema.h"
 
 #define CHKWIN_MAX_CPUS		4096
+#define CHKWIN_MAX_LINES	16384	/* of a header or a trailer */
 #define CHKWIN_MAX_SPAN		(1u << 20)	/* bytes of a func.N or window range */
 
 struct chkwin_text_check {

@@ -58,6 +58,11 @@ HOSTILE_HEADER = [
     b"func.999=x 0x1 0x2", b"irq.-3=timer", b"irq.99999999999=x", b"sample_hz=1e3",
     b"target_cpu=-2", b"chksum_window_width=wide", b"no equals sign here", b"=value",
     b"tool=\xff\xfe\x00\x01", b"mode.irq=\xe2\x80\xa8line separator",
+    # Watched windows: good ones, then bad names, ranges and indexes.
+    b"watch.0=ext4_chksum_gcc49+0x60 0xffffffc0082ab214 0xffffffc0082ab218",
+    b"watch.4095=ext4:f+0x8 0x10 0x10", b"watch.4096=w 0x10 0x10", b"watch.x=w 0x1 0x2",
+    b"watch.1=w/1 0x1 0x2", b"watch.1=w 0x2 0x1", b"watch.1=w 0x1", b"watch.1= 0x1 0x2",
+    b"watch.1=" + b"w" * 128 + b" 0x1 0x2", b"watch.1=w 0x0 0x200000",
     # Record layouts: damaged, and well-formed ones the readers must both
     # follow (a field more, fields fewer, a type renamed).
     b"record.1=chksum", b"record.0=chksum end_ns:u64@0", b"record.32=x a:u8@0",

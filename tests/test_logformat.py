@@ -35,6 +35,8 @@ def test_constants_and_names_agree(c_side):
     assert c_side["max_cpus"] == chkwinlog.MAX_CPUS
     assert c_side["max_span"] == chkwinlog.MAX_SPAN
     assert c_side["hist_slots"] == chkwinlog.HIST_SLOTS
+    assert c_side["max_lines"] == chkwinlog.MAX_LINES
+    assert c_side["max_watched"] == chkwinlog.MAX_WATCHED
     assert c_side["caller_unknown"] == chkwinlog.CALLER_UNKNOWN
     assert c_side["func_none"] == chkwinlog.FUNC_NONE
     assert c_side["not_attached"] == chkwinlog.NOT_ATTACHED
@@ -187,3 +189,33 @@ def test_counters_vary_in_number(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == list(logjson.lines(log))
+
+
+def test_a_header_watching_4096_windows(tmp_path):
+    """A header may name 4096 watched windows (watch.N): both readers take
+    it, and both call a key given twice among them corrupt at the same
+    line, the second one."""
+    s = synthlog.generate(igets=100, k=1, m=0, seed=6)
+    for n in range(chkwinlog.MAX_WATCHED):
+        s.header[f"watch.{n}"] = f"w{n} {0x1000 + 8 * n:#x} {0x1004 + 8 * n:#x}"
+    s.write(tmp_path / "many.bin")
+    reader = fuzzlog.build_reader(tmp_path / "reader")
+    log = chkwinlog.read(tmp_path / "many.bin")
+    assert log.status == "complete" and log.header["watch.4095"].startswith("w4095 ")
+    proc = subprocess.run([str(reader), str(tmp_path / "many.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.splitlines() == list(logjson.lines(log))
+    raw = (tmp_path / "many.bin").read_bytes()
+    parts = fuzzlog.Parts(bytearray(raw))
+    text = parts.htext.rstrip(b"\0")
+    second = text.index(b"watch.4000=")
+    bad = text[:second] + b"watch.7=w7 0x1 0x2\n" + text[second:]
+    (tmp_path / "dup.bin").write_bytes(parts.join(htext=bad + b"\0" * (-len(bad) % 8)))
+    with pytest.raises(chkwinlog.LogError) as e:
+        chkwinlog.read(tmp_path / "dup.bin")
+    assert "key 'watch.7': duplicate key" in str(e.value)
+    proc = subprocess.run([str(reader), str(tmp_path / "dup.bin")],
+                          capture_output=True, text=True)
+    last = json.loads(proc.stdout.splitlines()[-1])
+    assert proc.returncode == 1 and last["status"] == "corrupt"
+    assert last["offset"] == e.value.offset and "watch.7" in last["reason"]

@@ -54,11 +54,12 @@ int main(void)
 		types[i] = chkwin_rec_name((unsigned int)i);
 	printf("{\"rec_size\": %zu, \"head_size\": %zu, \"version\": %d,\n",
 	       sizeof(struct chkwin_rec), sizeof(struct chkwin_rec_head), CHKWIN_LOG_VERSION);
-	printf("\"max_cpus\": %d, \"max_span\": %u, \"hist_slots\": %d,\n",
-	       CHKWIN_MAX_CPUS, CHKWIN_MAX_SPAN, CHKWIN_HIST_SLOTS);
+	printf("\"max_cpus\": %d, \"max_span\": %u, \"hist_slots\": %d, \"max_lines\": %d,\n",
+	       CHKWIN_MAX_CPUS, CHKWIN_MAX_SPAN, CHKWIN_HIST_SLOTS, CHKWIN_MAX_LINES);
 	printf("\"caller_unknown\": %d, \"func_none\": %d,\n", CHKWIN_CALLER_UNKNOWN,
 	       CHKWIN_FUNC_NONE);
-	printf("\"not_attached\": \"%s\",\n", CHKWIN_NOT_ATTACHED);
+	printf("\"not_attached\": \"%s\", \"max_watched\": %d,\n", CHKWIN_NOT_ATTACHED,
+	       CHKWIN_MAX_WATCHED);
 	printf("\"flags\": [%d, %d, %d, %d, %d, %d],\n", CHKWIN_F_IN_CHKSUM,
 	       CHKWIN_F_WINDOW_HIT, CHKWIN_F_HANDLED, CHKWIN_F_COMPLETE, CHKWIN_F_MISMATCH,
 	       CHKWIN_F_METADATA);
