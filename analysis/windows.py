@@ -3,7 +3,7 @@ kernel instructions, by symbol, in which an interrupt does harm.
 
     ws = windows.read("lab.windows")
     ws[0].name, ws[0].first, ws[0].last      # Locations
-    windows.place(ws, symbols)               # [(window, first, last)] addresses
+    windows.place(ws, windows.symbols_from("System.map"))   # [(window, first, last)]
 """
 
 import re
@@ -119,17 +119,24 @@ def read(path):
 
 
 def place(windows, symbols):
-    """[(window, first, last)] addresses, sorted by first, of windows whose
-    symbols {(module or None, symbol): (start, next symbol's start)} resolves;
-    WindowsError for one it cannot place, one past its symbol's end, or
-    two that overlap."""
+    """[(window, first, last)] addresses, sorted by first, of windows placed
+    by symbols ({(module or None, name): [(start, next symbol)]}, as
+    symbols_from() reads them); WindowsError for one it cannot place, one
+    past its function's end, or two that overlap (loader/windows.c: the
+    same rules and words)."""
+    modules = {m for m, _ in symbols if m}
     out = []
     for w in windows:
-        key = (w.first.module, w.first.symbol)
-        if key not in symbols:
-            where = f" in module {w.first.module}" if w.first.module else ""
+        where = f" in module {w.first.module}" if w.first.module else ""
+        if w.first.module and w.first.module not in modules:
+            raise WindowsError(f"{w.name}: module {w.first.module} is not loaded")
+        found = symbols.get((w.first.module, w.first.symbol), [])
+        if len(found) > 1:
+            raise WindowsError(f"{w.name}: {len(found)} text symbols are called "
+                               f"{w.first.symbol}{where}")
+        if not found:
             raise WindowsError(f"{w.name}: no symbol {w.first.symbol}{where}")
-        start, next_symbol = symbols[key]
+        start, next_symbol = found[0]
         end = w.extent(start, next_symbol)
         if start + w.last.offset >= end:
             raise WindowsError(f"{w.name}: {w.last} is past the end of {w.last.symbol} "
@@ -142,18 +149,23 @@ def place(windows, symbols):
     return out
 
 
-def system_map_symbols(path):
-    """{(None, name): (start, end)} of a System.map's text symbols, each
-    ending where the next begins (what kallsyms gives too)."""
+def symbols_from(path):
+    """The text symbols of a /proc/kallsyms copy or a System.map, as place()
+    takes them: each ends where the next symbol above it begins that is not
+    one of its own labels (NAME_...), as the loader reads kallsyms."""
     syms = []
     with open(path) as f:
         for line in f:
             parts = line.split()
-            if len(parts) == 3 and parts[1] in "tTwW":
-                syms.append((int(parts[0], 16), parts[2]))
-    syms.sort()
+            if len(parts) >= 3:
+                module = parts[3].strip("[]") if len(parts) > 3 else None
+                syms.append((int(parts[0], 16), parts[1], parts[2], module))
+    syms.sort(key=lambda s: s[0])
     out = {}
-    for (addr, name), (nxt, _) in zip(syms, syms[1:] + [(None, None)]):
-        if nxt is not None and nxt > addr:
-            out.setdefault((None, name), (addr, nxt))
+    for i, (addr, kind, name, module) in enumerate(syms):
+        if kind not in "tTwW":
+            continue
+        end = next((a for a, _, other, _ in syms[i + 1:]
+                    if a > addr and not other.startswith(name + "_")), 1 << 64)
+        out.setdefault((module, name), []).append((addr, end))
     return out

@@ -14,6 +14,16 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Equal names keep the address order (the array's), so the first is the lowest. */
+static int by_name(const void *a, const void *b)
+{
+	const struct ksym *x = *(const struct ksym *const *)a;
+	const struct ksym *y = *(const struct ksym *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x > y) - (x < y);
+}
+
 void ksyms_free(struct ksyms *k)
 {
 	size_t i;
@@ -23,7 +33,9 @@ void ksyms_free(struct ksyms *k)
 		free(k->syms[i].module);
 	}
 	free(k->syms);
+	free(k->by_name);
 	k->syms = NULL;
+	k->by_name = NULL;
 	k->count = 0;
 }
 
@@ -33,7 +45,10 @@ int ksyms_load(struct ksyms *k, const char *path)
 	size_t cap = 0, nonzero = 0;
 	char line[512];
 
+	size_t i;
+
 	k->syms = NULL;
+	k->by_name = NULL;
 	k->count = 0;
 	if (!f) {
 		int err = errno;
@@ -76,6 +91,15 @@ int ksyms_load(struct ksyms *k, const char *path)
 		return -EPERM;
 	}
 	qsort(k->syms, k->count, sizeof(*k->syms), by_addr);
+	k->by_name = malloc(k->count * sizeof(*k->by_name));
+	if (!k->by_name) {
+		ksyms_free(k);
+		fprintf(stderr, "chkwin: error: out of memory reading %s\n", path);
+		return -ENOMEM;
+	}
+	for (i = 0; i < k->count; i++)
+		k->by_name[i] = &k->syms[i];
+	qsort(k->by_name, k->count, sizeof(*k->by_name), by_name);
 	return 0;
 nomem:
 	fclose(f);
@@ -84,14 +108,27 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Index in by_name of the first symbol called name, or k->count. */
+static size_t first_named(const struct ksyms *k, const char *name)
+{
+	size_t lo = 0, hi = k->count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(k->by_name[mid]->name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->count && !strcmp(k->by_name[lo]->name, name) ? lo : k->count;
+}
+
 static const struct ksym *find(const struct ksyms *k, const char *name)
 {
-	size_t i;
+	size_t i = first_named(k, name);
 
-	for (i = 0; i < k->count; i++)
-		if (!strcmp(k->syms[i].name, name))
-			return &k->syms[i];
-	return NULL;
+	return i < k->count ? k->by_name[i] : NULL;
 }
 
 uint64_t ksyms_addr(const struct ksyms *k, const char *name)
@@ -108,17 +145,45 @@ const struct ksym *ksyms_pick(const struct ksyms *k, const char *name,
 	size_t i;
 
 	*count = 0;
-	for (i = 0; i < k->count; i++) {
-		const struct ksym *s = &k->syms[i];
+	for (i = first_named(k, name); i < k->count && !strcmp(k->by_name[i]->name, name); i++) {
+		const struct ksym *s = k->by_name[i];
 
-		if (strcmp(s->name, name))
-			continue;
 		++*count;
 		only = s;
 		if (module ? s->module && !strcmp(s->module, module) : !s->module)
 			in_module = s;
 	}
 	return *count == 1 ? only : in_module;
+}
+
+const struct ksym *ksyms_text_in(const struct ksyms *k, const char *name,
+				 const char *module, int *matches)
+{
+	const struct ksym *found = NULL;
+	size_t i;
+
+	*matches = 0;
+	for (i = first_named(k, name); i < k->count && !strcmp(k->by_name[i]->name, name); i++) {
+		const struct ksym *s = k->by_name[i];
+
+		if (!strchr("tTwW", s->type) || !s->type)
+			continue;
+		if (module ? !s->module || strcmp(s->module, module) : !!s->module)
+			continue;
+		++*matches;
+		found = s;
+	}
+	return *matches == 1 ? found : NULL;
+}
+
+int ksyms_has_module(const struct ksyms *k, const char *module)
+{
+	size_t i;
+
+	for (i = 0; i < k->count; i++)
+		if (k->syms[i].module && !strcmp(k->syms[i].module, module))
+			return 1;
+	return 0;
 }
 
 int ksyms_range(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end)

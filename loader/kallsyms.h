@@ -14,8 +14,9 @@ struct ksym {
 };
 
 struct ksyms {
-	struct ksym *syms;
+	struct ksym *syms;	/* by address */
 	size_t count;
+	struct ksym **by_name;	/* the same, by name, then address */
 };
 
 /* 0 or -errno with a message; addresses all zero (kptr_restrict) is an error. */
@@ -32,6 +33,15 @@ uint64_t ksyms_addr(const struct ksyms *k, const char *name);
  */
 const struct ksym *ksyms_pick(const struct ksyms *k, const char *name,
 			      const char *module, int *count);
+
+/*
+ * The text symbol called name in module (NULL: the core kernel) and how
+ * many such there are in *matches: NULL unless exactly one.
+ */
+const struct ksym *ksyms_text_in(const struct ksyms *k, const char *name,
+				 const char *module, int *matches);
+/* Whether any symbol belongs to module (it is loaded). */
+int ksyms_has_module(const struct ksyms *k, const char *module);
 
 /*
  * Start and end of the code named name: end is the next symbol above it

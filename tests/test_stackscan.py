@@ -362,7 +362,7 @@ def test_lab_windows_file_names_exactly_the_emulated_windows(stackscan, tmp_path
                            str(kdir / "vmlinux")], capture_output=True, text=True)
     assert proc.returncode == 1 and "2 windows written" in proc.stderr, proc.stderr
     ws = windows.read(out)
-    placed = windows.place(ws, windows.system_map_symbols(kdir / "System.map"))
+    placed = windows.place(ws, windows.symbols_from(kdir / "System.map"))
     assert [(first, last) for _, first, last in placed] == \
         [(release + 4, load) for release, load in windows_of(kdir)]
     assert all(windows.location(w.why["release"]).offset == w.first.offset - 4

@@ -3,7 +3,11 @@ accepts, every way it refuses a bad file in one line naming the line or
 the window, and placing windows by symbols (adjacent windows are fine,
 overlapping ones and ranges past a function's end are not)."""
 
+import subprocess
+
 import pytest
+
+from tests.kernels import REPO
 
 from analysis import windows
 from analysis.windows import Location, WindowsError
@@ -49,46 +53,98 @@ def test_a_good_file():
     ("chkwin-windows 1\n" + "".join(f"w{n} f f\n" for n in range(4097)),
      "line 4098: more than 4096 windows"),
 ])
-def test_a_bad_file_is_one_line_naming_where(text, msg):
+def test_a_bad_file_is_one_line_naming_where(c_reader, symbols, tmp_path, text, msg):
+    """Both readers refuse it with the same line."""
     with pytest.raises(WindowsError) as e:
         windows.parse(text)
     assert str(e.value).startswith(msg), str(e.value)
     assert "\n" not in str(e.value)
+    assert both(c_reader, symbols, tmp_path, text) == (f"error: {e.value}",) * 2
 
 
-SYMBOLS = {(None, "f"): (0x1000, 0x1040), (None, "g"): (0x1040, 0x1080),
-           ("ext4", "h"): (0x9000, 0x9100)}
+# A kallsyms copy: f with an inner label (f_loop), g, h in module ext4, and
+# the symbols that end them; z is data.
+KALLSYMS = """\
+0000000000001000 t f
+0000000000001010 t f_loop
+0000000000001040 T g
+0000000000001080 T next
+0000000000001080 d z
+0000000000009000 t h\t[ext4]
+0000000000009100 t h_end_of_ext4\t[ext4]
+0000000000009200 t other\t[ext4]
+0000000000009300 t dup
+0000000000009400 t dup
+0000000000009500 t last
+"""
 
 
-def test_place_sorts_and_takes_adjacent_windows():
-    ws = windows.parse("chkwin-windows 1\nb g g+0x4\na f+0x38 f+0x3c\nc ext4:h+0x10 ext4:h+0x10\n"
-                       "d f f+0x34\n")
-    placed = windows.place(ws, SYMBOLS)
-    assert [(w.name, first, last) for w, first, last in placed] == [
-        ("d", 0x1000, 0x1034), ("a", 0x1038, 0x103c), ("b", 0x1040, 0x1044),
-        ("c", 0x9010, 0x9010)]
+@pytest.fixture(scope="module")
+def symbols(tmp_path_factory):
+    path = tmp_path_factory.mktemp("syms") / "kallsyms"
+    path.write_text(KALLSYMS)
+    return path
+
+
+@pytest.fixture(scope="module")
+def c_reader(tmp_path_factory):
+    """The loader's reader (loader/windows.c) alone: tests/c/windows_main.c."""
+    out = tmp_path_factory.mktemp("windows")
+    subprocess.run(["make", "-s", "-C", str(REPO / "loader"), f"OUT={out}", "windows"],
+                   check=True)
+    return out / "host/windows_main"
+
+
+def both(c_reader, symbols, tmp_path, text):
+    """(Python's answer, C's answer) for a windows file: the placed windows
+    as "NAME FIRST LAST" lines, or the one-line error."""
+    path = tmp_path / "w.windows"
+    path.write_text(text)
+    try:
+        py = [f"{w.name} {first:#x} {last:#x}" for w, first, last in
+              windows.place(windows.parse(text), windows.symbols_from(symbols))]
+    except WindowsError as e:
+        py = f"error: {e}"
+    proc = subprocess.run([str(c_reader), str(path), str(symbols)], capture_output=True,
+                          text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    c = proc.stdout.splitlines() if proc.returncode == 0 else \
+        proc.stderr.strip().replace(f"{path}: ", "")
+    return py, c
+
+
+def test_place_sorts_and_takes_adjacent_windows(c_reader, symbols, tmp_path):
+    py, c = both(c_reader, symbols, tmp_path,
+                 "chkwin-windows 1\nb g g+0x4\na f+0x38 f+0x3c\nc ext4:h+0x10 ext4:h+0xfc\n"
+                 "d f f+0x34\ne last+0x100 last+0x100\n")
+    assert py == c == ["d 0x1000 0x1034", "a 0x1038 0x103c", "b 0x1040 0x1044",
+                       "c 0x9010 0x90fc", "e 0x9600 0x9600"]
 
 
 @pytest.mark.parametrize("line, msg", [
     ("a nosuch nosuch", "a: no symbol nosuch"),
-    ("a nfs:h nfs:h", "a: no symbol h in module nfs"),
+    ("a nfs:h nfs:h", "a: module nfs is not loaded"),
+    ("a ext4:f ext4:f", "a: no symbol f in module ext4"),
+    ("a h h", "a: no symbol h"),
+    ("a z z", "a: no symbol z"),
+    ("a dup dup", "a: 2 text symbols are called dup"),
     ("a f+0x40 f+0x40", "a: f+0x40 is past the end of f (0x40 bytes)"),
+    ("a ext4:h+0x200 ext4:h+0x200", "a: ext4:h+0x200 is past the end of h (0x200 bytes)"),
+    ("a f+0x20 f+0x24 size=0x20", "a: LAST lies past the symbol's size 0x20"),
     ("a f f+0x40 size=0x100\nb g g", "windows a and b overlap"),
     ("a f+0x8 f+0x10\nb f+0x10 f+0x14", "windows a and b overlap"),
 ])
-def test_place_refuses_what_it_cannot_place(line, msg):
-    with pytest.raises(WindowsError, match=msg.replace("+", r"\+").replace("(", r"\(")
-                       .replace(")", r"\)")):
-        windows.place(windows.parse("chkwin-windows 1\n" + line + "\n"), SYMBOLS)
+def test_place_refuses_what_it_cannot_place(c_reader, symbols, tmp_path, line, msg):
+    py, c = both(c_reader, symbols, tmp_path, "chkwin-windows 1\n" + line + "\n")
+    assert py == c, (py, c)
+    assert py.startswith("error: ") and msg in py, py
 
 
-def test_a_function_with_labels_ends_at_its_size():
-    """kallsyms lists a label inside a function as a symbol: size= (which
-    stackscan writes) says where the function really ends."""
-    labelled = dict(SYMBOLS)
-    labelled[(None, "f")] = (0x1000, 0x1010)
-    ws = windows.parse("chkwin-windows 1\na f+0x20 f+0x24\n")
-    with pytest.raises(WindowsError, match="past the end of f"):
-        windows.place(ws, labelled)
-    ws = windows.parse("chkwin-windows 1\na f+0x20 f+0x24 size=0x40\n")
-    assert windows.place(ws, labelled)[0][1:] == (0x1020, 0x1024)
+def test_a_function_with_labels_ends_at_its_size_or_its_next_function(
+        c_reader, symbols, tmp_path):
+    """kallsyms lists f's label f_loop as a symbol: f ends at g, not at
+    f_loop (the loader's rule for NAME_... labels); size= says it exactly."""
+    py, c = both(c_reader, symbols, tmp_path, "chkwin-windows 1\na f+0x20 f+0x3c\n")
+    assert py == c == ["a 0x1020 0x103c"]
+    py, c = both(c_reader, symbols, tmp_path, "chkwin-windows 1\na f+0x20 f+0x24 size=0x28\n")
+    assert py == c == ["a 0x1020 0x1024"]
