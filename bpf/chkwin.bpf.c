@@ -39,6 +39,7 @@ const volatile __u64 func_start[CHKWIN_FUNCS];
 const volatile __u64 func_end[CHKWIN_FUNCS];
 const volatile __u64 window_start[CHKWIN_WINDOWS];	/* both inclusive */
 const volatile __u64 window_end[CHKWIN_WINDOWS];
+const volatile __u32 nr_watched;		/* --windows: entries of watched */
 const volatile __u64 el1_irq_start;	/* stack fallback: exception vectors */
 const volatile __u64 el1_irq_end;
 const volatile __u64 el0_irq_start;
@@ -69,6 +70,22 @@ struct {
 	__type(value, __u64);
 } hist SEC(".maps");
 
+/* --windows: sorted and disjoint (the loader checks), searched by halving. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* sized by the loader */
+	__type(key, __u32);
+	__type(value, struct chkwin_watched);
+} watched SEC(".maps");
+
+/* Arrivals per watched window: interrupts, then sampler ticks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);		/* sized by the loader: 2 * nr_watched */
+	__type(key, __u32);
+	__type(value, __u64);
+} watch_counts SEC(".maps");
+
 /* The checksum computation running on this CPU, if any. */
 struct inflight {
 	__u64 begin;
@@ -96,6 +113,7 @@ struct arrival {
 	__u64 sp;
 	__u32 irq;
 	__u16 offset;
+	__u16 watch;		/* index into watched, or CHKWIN_WATCH_NONE */
 	__u8 class;
 	__u8 el;
 	__u8 func;
@@ -376,11 +394,46 @@ struct place {
 	__u8 class;
 	__u8 func;
 	__u16 offset;
+	__u16 watch;
 };
+
+/* The watched window holding pc, or CHKWIN_WATCH_NONE. */
+static __always_inline __u16 watched_window(__u64 pc)
+{
+	__u32 lo = 0, hi = nr_watched, mid;
+	struct chkwin_watched *w;
+	int i;
+
+	for (i = 0; i < CHKWIN_WATCH_STEPS && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		w = bpf_map_lookup_elem(&watched, &mid);
+		if (!w)
+			break;
+		if (pc < w->first)
+			hi = mid;
+		else if (pc > w->last)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return CHKWIN_WATCH_NONE;
+}
+
+static __always_inline void count_watched(__u32 source, __u16 watch)
+{
+	__u32 idx = source * nr_watched + watch;
+	__u64 *v;
+
+	if (watch == CHKWIN_WATCH_NONE)
+		return;
+	v = bpf_map_lookup_elem(&watch_counts, &idx);
+	if (v)
+		*v += 1;
+}
 
 static __always_inline struct place classify(__u64 pc, __u8 el)
 {
-	struct place p = { CHKWIN_CLASS_KERNEL, CHKWIN_FUNC_NONE, 0 };
+	struct place p = { CHKWIN_CLASS_KERNEL, CHKWIN_FUNC_NONE, 0, CHKWIN_WATCH_NONE };
 	int f;
 
 	if (el == 0) {
@@ -397,6 +450,11 @@ static __always_inline struct place classify(__u64 pc, __u8 el)
 	for (f = 0; f < CHKWIN_WINDOWS; f++)
 		if (window_start[f] && pc >= window_start[f] && pc <= window_end[f])
 			p.class = CHKWIN_CLASS_WINDOW;
+	if (nr_watched) {
+		p.watch = watched_window(pc);
+		if (p.watch != CHKWIN_WATCH_NONE)
+			p.class = CHKWIN_CLASS_WINDOW;
+	}
 	return p;
 }
 
@@ -692,6 +750,7 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->class = p.class;
 	a->func = p.func;
 	a->offset = p.offset;
+	a->watch = known ? p.watch : CHKWIN_WATCH_NONE;
 	a->in_chksum = f && f->active;
 	/* Whole field: the record copies it, and the format says NUL-padded. */
 	__builtin_memset(a->ipi, 0, sizeof(a->ipi));
@@ -797,7 +856,9 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	p.class = a->class;
 	p.func = a->func;
 	p.offset = a->offset;
+	p.watch = a->watch;
 	count(CHKWIN_CNT_IRQ_CLASS + (a->class < CHKWIN_CLASSES ? a->class : CHKWIN_CLASS_UNKNOWN));
+	count_watched(0, a->watch);
 	hist_add(CHKWIN_HIST_IRQ, p);
 	if (a->in_chksum && f && f->active) {
 		f->irqs++;
@@ -915,6 +976,7 @@ int sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	p = classify(pc, el);
 	count(CHKWIN_CNT_SAMPLE_CLASS + p.class);
+	count_watched(1, p.watch);
 	hist_add(CHKWIN_HIST_SAMPLE, p);
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;

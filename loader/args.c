@@ -38,6 +38,7 @@ static const char doc[] =
 "    chkwin -R failures -o f.log   # flight recorder: history of each failure\n"
 "    chkwin 5 12 -f json       # a JSON summary line every 5 s, 12 times\n"
 "    chkwin -F 20000 -d 30     # add a 20 kHz cpu-clock interrupt source\n"
+"    chkwin --windows w.txt -o run.log   # arrivals in stackscan's windows\n"
 "    chkwin -m fallback -v     # kprobes as on a stock kernel, show how\n"
 "    chkwin --no-block --no-softirq -c 1   # CPU 1 only, fewer probes\n"
 "    chkwin --dry-run          # probe the kernel, print the plan, exit\n"
@@ -51,6 +52,7 @@ enum {
 	OPT_FLOOR,
 	OPT_RINGBUF,
 	OPT_KALLSYMS,
+	OPT_WINDOWS,
 };
 
 static const struct argp_option options[] = {
@@ -70,6 +72,7 @@ static const struct argp_option options[] = {
 	{ "floor", OPT_FLOOR, NULL, OPTION_HIDDEN, "Bench: attach programs that return at once", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
+	{ "windows", OPT_WINDOWS, "FILE", 0, "Watch the windows FILE names (docs/windows.md, stackscan --windows-out) instead of the lab's built-in ones; counts arrivals per window", 0 },
 	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
 	{ "no-chksum", OPT_NO_BASE + HOOK_CHKSUM, NULL, 0, "No checksum call records", 1 },
 	{ "no-verify", OPT_NO_BASE + HOOK_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
@@ -183,6 +186,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_KALLSYMS:
 		o->kallsyms = arg;
+		break;
+	case OPT_WINDOWS:
+		o->windows = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);

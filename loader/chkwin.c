@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "chkwin.skel.h"
@@ -155,6 +156,9 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	bpf_map__set_max_entries(s->maps.history_heads, rings);
 	bpf_map__set_max_entries(s->maps.history, failures ?
 				 rings * ((__u32)o->history + CHKWIN_HISTORY_SLACK) : 1);
+	s->rodata->nr_watched = (__u32)p->watched.n;
+	bpf_map__set_max_entries(s->maps.watched, p->watched.n ? (__u32)p->watched.n : 1);
+	bpf_map__set_max_entries(s->maps.watch_counts, p->watched.n ? 2 * (__u32)p->watched.n : 2);
 	for (i = 0; i < CHKWIN_FUNCS; i++) {
 		s->rodata->func_start[i] = p->func[i].start;
 		s->rodata->func_end[i] = p->func[i].end;
@@ -179,6 +183,29 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 		rb <<= 1;
 	bpf_map__set_max_entries(s->maps.events, (__u32)rb);
 	choose_programs(s, p);
+}
+
+/* --windows: the placed windows into the map the programs search. */
+static int fill_watched(struct run *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.watched);
+	__u32 i;
+
+	for (i = 0; i < (__u32)r->plan.watched.n; i++) {
+		struct chkwin_watched w = {
+			.first = r->plan.watched.w[i].first_addr,
+			.last = r->plan.watched.w[i].last_addr,
+		};
+
+		if (bpf_map_update_elem(fd, &i, &w, BPF_ANY)) {
+			int err = -errno;
+
+			fprintf(stderr, "chkwin: error: cannot fill the watched windows map: %s\n",
+				strerror(errno));
+			return err;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -284,13 +311,14 @@ static void json_count(const struct run *r, const char *key, int counter,
  * (scenarios forward it to the host, which parses it).
  */
 static void closing_lines(const struct run *r, const struct chkwin_counts *counts,
-			  const char *ending)
+			  const uint64_t *watch, const char *ending)
 {
 	unsigned long long calls = counts->v[CHKWIN_CNT_CHKSUM];
 	unsigned long long hits = counts->v[CHKWIN_CNT_CHKSUM_WINDOW];
 	unsigned long long lost = chkwin_counts_lost(counts);
 	unsigned long long records = 0, irqs = 0, ticks = 0;
 	double seconds = (double)(now_ns() - r->started) / 1e9;
+	bool first;
 	int i;
 
 	for (i = 0; i < CHKWIN_REC_TYPES; i++)
@@ -310,6 +338,21 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 	fprintf(stderr, ", \"lost\": %llu, \"records\": %llu", lost, records);
 	json_count(r, "snapshots", CHKWIN_CNT_SNAPSHOT, counts->v[CHKWIN_CNT_SNAPSHOT]);
 	json_count(r, "evicted", CHKWIN_CNT_EVICTED, counts->v[CHKWIN_CNT_EVICTED]);
+	if (r->plan.watched.n) {
+		/* Arrivals (interrupts and ticks) per watched window, those with any. */
+		fputs(", \"watched_arrivals\": {", stderr);
+		for (first = true, i = 0; i < r->plan.watched.n; i++) {
+			uint64_t n = watch[i] + watch[r->plan.watched.n + i];
+
+			if (!n)
+				continue;
+			fprintf(stderr, "%s", first ? "" : ", ");
+			json_str(stderr, r->plan.watched.w[i].name, sizeof(r->plan.watched.w[i].name));
+			fprintf(stderr, ": %llu", (unsigned long long)n);
+			first = false;
+		}
+		fputs("}", stderr);
+	}
 	fprintf(stderr, ", \"seconds\": %.3f, \"log\": ", seconds);
 	if (r->log)
 		json_str(stderr, r->log->path, strlen(r->log->path));
@@ -322,26 +365,33 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 {
 	struct chkwin_counts counts;
 	struct chkwin_hist *hist = calloc(1, sizeof(*hist));
+	uint64_t *watch = calloc(2 * (size_t)r->plan.watched.n + 1, sizeof(*watch));
 	struct text t = { 0 };
 	int err;
 
-	if (!hist) {
+	if (!hist || !watch) {
 		fprintf(stderr, "chkwin: error: out of memory for the histogram\n");
+		free(hist);
+		free(watch);
 		return -ENOMEM;
 	}
 	err = chkwin_counts_read(bpf_map__fd(r->skel->maps.counters), r->ncpus, &counts);
 	if (!err)
 		err = chkwin_hist_read(bpf_map__fd(r->skel->maps.hist), r->ncpus, hist);
+	if (!err && r->plan.watched.n)
+		err = chkwin_watch_counts_read(bpf_map__fd(r->skel->maps.watch_counts), r->ncpus,
+					       watch, 2 * (uint32_t)r->plan.watched.n);
 	if (!err && !r->opts->quiet)
 		chkwin_summary_hist(sum, &r->plan, hist);
 	if (!err && r->log) {
-		chkwin_trailer_text(&t, &r->plan, r->seen, &counts, hist, now_ns(), ending);
+		chkwin_trailer_text(&t, &r->plan, r->seen, &counts, watch, hist, now_ns(), ending);
 		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
 		text_free(&t);
 	}
 	if (!err)
-		closing_lines(r, &counts, ending);
+		closing_lines(r, &counts, watch, ending);
 	free(hist);
+	free(watch);
 	return err;
 }
 
@@ -473,6 +523,9 @@ static int run(const struct chkwin_opts *o)
 			goto out;
 		}
 	}
+	err = fill_watched(&r);
+	if (err)
+		goto out;
 	err = attach_all(&r);
 	if (err)
 		goto out;

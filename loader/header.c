@@ -77,6 +77,10 @@ void chkwin_plan_text(struct text *t, const struct chkwin_plan *p)
 			text_add(t, "%s=0x%llx 0x%llx\n", chkwin_window_keys[i],
 				 (unsigned long long)p->window[i].start,
 				 (unsigned long long)p->window[i].end);
+	for (i = 0; i < p->watched.n; i++)
+		text_add(t, "watch.%d=%s 0x%llx 0x%llx\n", i, p->watched.w[i].name,
+			 (unsigned long long)p->watched.w[i].first_addr,
+			 (unsigned long long)p->watched.w[i].last_addr);
 }
 
 void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
@@ -156,10 +160,27 @@ static void counter_line(struct text *t, const struct chkwin_plan *p,
 			 chkwin_counter_name(i, name, sizeof(name)));
 }
 
+/* count.watch.SOURCE.NAME: a watched window's arrivals from one source. */
+static void watch_lines(struct text *t, const struct chkwin_plan *p, const uint64_t *watch,
+			int source)
+{
+	const char *names[2] = { "irq", "sample" };
+	bool on = chkwin_plan_counts(p, source ? CHKWIN_CNT_SAMPLE_CLASS : CHKWIN_CNT_IRQ_CLASS);
+	int i;
+
+	for (i = 0; i < p->watched.n; i++)
+		if (on)
+			text_add(t, "count.watch.%s.%s=%llu\n", names[source], p->watched.w[i].name,
+				 (unsigned long long)watch[source * p->watched.n + i]);
+		else
+			text_add(t, "count.watch.%s.%s=" CHKWIN_NOT_ATTACHED "\n", names[source],
+				 p->watched.w[i].name);
+}
+
 void chkwin_trailer_text(struct text *t, const struct chkwin_plan *p,
 			 const uint64_t written[CHKWIN_REC_TYPES],
-			 const struct chkwin_counts *c, const struct chkwin_hist *h,
-			 uint64_t ended_ns, const char *ending)
+			 const struct chkwin_counts *c, const uint64_t *watch,
+			 const struct chkwin_hist *h, uint64_t ended_ns, const char *ending)
 {
 	int i, src, func;
 
@@ -172,6 +193,8 @@ void chkwin_trailer_text(struct text *t, const struct chkwin_plan *p,
 		counter_line(t, p, c, "", i);
 	for (i = 0; i < CHKWIN_CNT_LOST; i++)
 		counter_line(t, p, c, "count.", i);
+	watch_lines(t, p, watch, 0);
+	watch_lines(t, p, watch, 1);
 	for (src = 0; src < CHKWIN_HIST_SOURCES; src++)
 		for (func = 0; func < CHKWIN_FUNCS; func++)
 			hist_line(t, h, src, func);

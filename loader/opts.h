@@ -46,6 +46,7 @@ struct chkwin_opts {
 	double duration;	/* seconds, 0: until a signal or count */
 	const char *output;	/* binary log, or NULL */
 	const char *read_path;	/* --read: decode this log and exit */
+	const char *windows;	/* --windows FILE, or NULL: the built-in windows */
 	enum chkwin_format format;
 	int cpu;		/* -1: all */
 	long sample_hz;		/* 0: no sampler */

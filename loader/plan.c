@@ -210,7 +210,7 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		p->func[0].name = func;
 	if (!ksyms_range(ks, "ext4_chksum_gcc49", &p->func[1].start, &p->func[1].end))
 		p->func[1].name = "ext4_chksum_gcc49";
-	for (i = 0; i < CHKWIN_WINDOWS; i++) {
+	for (i = 0; i < CHKWIN_WINDOWS && !o->windows; i++) {
 		p->window[i].start = ksyms_addr(ks, window_syms[i][0]);
 		p->window[i].end = ksyms_addr(ks, window_syms[i][1]);
 		if (!p->window[i].start || !p->window[i].end)
@@ -310,8 +310,16 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 	int err;
 
 	memset(p, 0, sizeof(*p));
+	if (o->windows &&
+	    chkwin_windows_read(o->windows, &p->watched, p->error, sizeof(p->error)))
+		return -1;
 	if (ksyms_load(&ks, o->kallsyms))
 		return failed(p, "cannot read kernel symbols from %s", o->kallsyms);
+	if (o->windows &&
+	    chkwin_windows_place(&p->watched, &ks, p->error, sizeof(p->error))) {
+		ksyms_free(&ks);
+		return -1;
+	}
 	kb.vmlinux = btf__load_vmlinux_btf();
 	if (!kb.vmlinux) {
 		ksyms_free(&ks);
@@ -353,6 +361,7 @@ void chkwin_plan_free(struct chkwin_plan *p)
 {
 	int i;
 
+	chkwin_windows_free(&p->watched);
 	for (i = 0; i < CHKWIN_MAX_CALLERS; i++)
 		free((char *)p->callers[i]);
 	memset(p->callers, 0, sizeof(p->callers));

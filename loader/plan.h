@@ -10,6 +10,7 @@
 
 #include "chkwin.h"
 #include "opts.h"
+#include "windows.h"
 
 #define CHKWIN_MAX_CALLERS 32
 
@@ -34,6 +35,8 @@ struct chkwin_plan {
 	struct {
 		uint64_t start, end;	/* both inclusive; 0 when absent */
 	} window[CHKWIN_WINDOWS];
+	/* --windows: placed and sorted by first address; then window[] is empty. */
+	struct chkwin_windows watched;
 	uint64_t el1_irq_start, el1_irq_end, el0_irq_start, el0_irq_end;
 	const char *callers[CHKWIN_MAX_CALLERS];
 	int ncallers;

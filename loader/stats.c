@@ -43,6 +43,11 @@ int chkwin_hist_read(int map_fd, int ncpus, struct chkwin_hist *out)
 	return sum_percpu(map_fd, ncpus, out->v, CHKWIN_HIST_ENTRIES);
 }
 
+int chkwin_watch_counts_read(int map_fd, int ncpus, uint64_t *out, uint32_t n)
+{
+	return sum_percpu(map_fd, ncpus, out, n);
+}
+
 uint64_t chkwin_counts_lost(const struct chkwin_counts *c)
 {
 	uint64_t lost = 0;

@@ -19,6 +19,8 @@ struct chkwin_hist {
 
 int chkwin_counts_read(int map_fd, int ncpus, struct chkwin_counts *out);
 int chkwin_hist_read(int map_fd, int ncpus, struct chkwin_hist *out);
+/* --windows: arrivals per watched window, interrupts then sampler ticks (2n). */
+int chkwin_watch_counts_read(int map_fd, int ncpus, uint64_t *out, uint32_t n);
 
 static inline uint64_t chkwin_hist_at(const struct chkwin_hist *h, int src, int func, int slot)
 {

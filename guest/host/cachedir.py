@@ -69,8 +69,10 @@ def run_or_die(cmd, what, **kw):
         die(f"{what}: {cmd[0]} not found")
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout or "").strip().splitlines()
+        # A compiler's first error says more than make's closing line.
+        errors = [ln for ln in lines if "error" in ln and not ln.startswith("make")]
         die(f"{what} failed (exit {proc.returncode}): "
-            f"{lines[-1] if lines else 'no message'}")
+            f"{(errors or lines)[0 if errors else -1] if lines else 'no message'}")
     return proc
 
 

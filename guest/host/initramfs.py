@@ -27,7 +27,7 @@ WORKLOADS = GUEST_DIR / "workloads"
 APPLETS = """
     sh mount umount mkdir cat echo find xargs md5sum ls stat sleep grep dmesg
     poweroff uname sync date head tail wc sed cut tr seq kill ps true false
-    test [ printf env awk timeout dd hexdump od ln cp rm mknod insmod sysctl
+    test [ printf env awk timeout dd hexdump od ln cp rm mknod insmod sysctl tar
 """.split()
 
 # Mount points init needs; /dev/console must exist before devtmpfs is

@@ -33,6 +33,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tarfile
 import time
 
 from guest.host.cachedir import die
@@ -66,9 +67,27 @@ def helper_output(script, *args):
     return lines[-1]
 
 
-def qemu_command(args, kernel, boot, disk, out):
+def guest_files(paths, out):
+    """The files for /tmp/host as a tar archive in out (a disk the guest's
+    init unpacks), or None when there are none."""
+    if not paths:
+        return None
+    names = [p.name for p in paths]
+    for path in paths:
+        if not path.is_file():
+            die(f"--guest-file {path}: no such file")
+        if names.count(path.name) > 1:
+            die(f"--guest-file: two files are called {path.name}")
+    archive = out / "guest-files.tar"
+    with tarfile.open(archive, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for path in paths:
+            tar.add(path, arcname=path.name, recursive=False)
+    return archive
+
+
+def qemu_command(args, kernel, boot, disk, out, files=None):
     """boot is the initramfs, or with --root debian the root disk and the
-    tools disk."""
+    tools disk; files a tar archive for the guest's /tmp/host, or None."""
     if args.root == "debian":
         start = f"root=/dev/vdb rootfstype=ext4 rw init={args.init}"
     else:
@@ -106,6 +125,9 @@ def qemu_command(args, kernel, boot, disk, out):
                 "-device", "virtio-blk-pci,drive=tools"]
     else:
         cmd += ["-initrd", str(boot)]
+    if files:
+        cmd += ["-drive", f"file={files},if=none,id=hostfiles,format=raw,readonly=on",
+                "-device", "virtio-blk-pci,drive=hostfiles,serial=chkwin-files"]
     cmd += ["-device", "virtio-serial-pci",
            "-chardev", f"file,id=results,path={out / 'results.bin'}",
            "-device", "virtserialport,chardev=results,name=chkwin.results",
@@ -250,6 +272,9 @@ def parse_args():
     ap.add_argument("--rootfs-writable", action="store_true",
                     help="attach the root disk writable (only for building it)")
     ap.add_argument("--disk", type=pathlib.Path)
+    ap.add_argument("--guest-file", type=pathlib.Path, action="append", default=[],
+                    metavar="PATH", help="make PATH /tmp/host/<its name> in the guest "
+                    "(a windows file for chkwin --windows, say); repeatable")
     ap.add_argument("--timeout", type=positive,
                     help="wall seconds before the guest counts as hung "
                          "(default: 4 x duration + 120, x10 with --singlestep)")
@@ -315,7 +340,8 @@ def main():
             die(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console(args.out / "console.log", args.verbose)
-    cmd = qemu_command(args, kernel, boot, disk, args.out)
+    cmd = qemu_command(args, kernel, boot, disk, args.out,
+                       guest_files(args.guest_file, args.out))
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
     # TCG is slow, and -singlestep (a block per instruction) slower again,
     # booting included;

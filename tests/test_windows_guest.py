@@ -1,0 +1,142 @@
+"""chkwin --windows in the guest (docs/windows.md): the pipeline from
+stackscan to attributed failures with no built-in window names, per-window
+counts from BPF equal to an offline classification of the same boot's
+records, hand-written adjacent windows on Debian's stock kernel, and a
+file chkwin cannot place refused in one line."""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.boots import boot, icount_args
+from tests.kernels import PY, REPO, kernel_dir
+
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import fsgeom
+from analysis import windows
+
+pytestmark = pytest.mark.guest
+
+# A phase seed whose 20 instruction-time seconds of inode-loop at width 1
+# give 16 failures on the lab kernel (the same every boot: icount).
+PHASE_SEED = 5
+
+
+def chkwin_in_guest(path, *options):
+    """--append words: the record scenario's loader options with the
+    windows file the guest finds in /tmp/host."""
+    return f"chkwin.loader={','.join(options)},--windows,/tmp/host/{path.name}"
+
+
+def offline_counts(log, kind):
+    """{window name: arrivals of kind (irq or sample) whose pc lies in it},
+    from the records and the header's watch.N ranges."""
+    pcs = log.of(kind)["pc"]
+    return {name: int(np.count_nonzero((pcs >= first) & (pcs <= last)))
+            for name, first, last in log.watched()}
+
+
+def bpf_counts(log, kind):
+    return {name: log.counter(f"watch.{kind}.{name}") for name, _, _ in log.watched()}
+
+
+@pytest.fixture(scope="module")
+def lab_run(tmp_path_factory):
+    """The unpatched lab kernel at gcc49 width 1, watching the windows
+    stackscan finds in its vmlinux."""
+    tmp = tmp_path_factory.mktemp("windows-lab")
+    kdir = kernel_dir("unpatched")
+    stackscan = subprocess.run([PY, str(REPO / "analysis/stackscan/build.py"), "--print-path"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    wfile = tmp / "lab.windows"
+    subprocess.run([stackscan, "--allow", str(REPO / "analysis/stackscan/allow-lab.txt"),
+                    "--windows-out", str(wfile), str(kdir / "vmlinux")],
+                   capture_output=True, check=False)
+    run = boot(tmp / "run", "unpatched", "record", *icount_args(PHASE_SEED, duration=20),
+               "--guest-file", str(wfile), "--append",
+               "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
+               + chkwin_in_guest(wfile, "-f", "json"))
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    log = chkwinlog.read(tmp / "run/log.bin")
+    return wfile, run, log, correlate.Correlation(log, fsgeom.find(tmp / "run/log.bin"))
+
+
+def test_stackscans_windows_attribute_every_failure(lab_run):
+    """No built-in window names: the header's windows are stackscan's two,
+    and every failure the kernel printed follows an arrival in one."""
+    wfile, run, log, corr = lab_run
+    assert "window" not in log.header and "window.exact" not in log.header
+    assert [name for name, _, _ in log.watched()] == [w.name for w in windows.read(wfile)]
+    printed = run.status["checksum_failures_total"]
+    assert printed >= 5, "the gcc49 run produced too few failures to attribute"
+    assert len(corr.failures) == printed
+    assert corr.attributed() == printed
+    assert run.status["chkwin"]["watched_arrivals"]
+
+
+def test_per_window_counts_from_bpf_equal_the_records(lab_run):
+    _, run, log, _ = lab_run
+    assert log.lost()["irq"] == 0
+    irq = bpf_counts(log, "irq")
+    assert irq == offline_counts(log, "irq")
+    assert sum(irq.values()) == log.counter("irq.window") > 0
+    assert not log.attached(f"watch.sample.{log.watched()[0][0]}")
+    assert run.status["chkwin"]["watched_arrivals"] == {k: v for k, v in irq.items() if v}
+
+
+def test_a_file_chkwin_cannot_place_is_one_line(tmp_path):
+    wfile = tmp_path / "bad.windows"
+    wfile.write_text("chkwin-windows 1\nnfsw nfs:nfs_read_folio nfs:nfs_read_folio\n")
+    run = boot(tmp_path / "run", "unpatched", "record", *icount_args(1, duration=5),
+               "--guest-file", str(wfile), "--append",
+               "chkwin.workload=inode-loop " + chkwin_in_guest(wfile, "-q"))
+    errors = [ln for ln in run.console.splitlines() if ln.startswith("chkwin: error:")]
+    assert errors == ["chkwin: error: nfsw: module nfs is not loaded"], run.console[-3000:]
+    assert run.fields("chkwin-status") != ["0"]
+
+
+def idle_windows(sysmap):
+    """Hand-written windows over the idle path of a stock kernel, placed by
+    its own kallsyms: cpu_do_idle one instruction a window (adjacent, so
+    the inclusive ends are tested), default_idle_call in two adjacent
+    halves, do_idle whole."""
+    syms = windows.symbols_from(sysmap)
+    lines = ["chkwin-windows 1"]
+    (start, end), = syms[(None, "cpu_do_idle")]
+    lines += [f"idle.{off:#x} cpu_do_idle+{off:#x} cpu_do_idle+{off:#x}"
+              for off in range(0, end - start, 4)]
+    (start, end), = syms[(None, "default_idle_call")]
+    half = (end - start) // 8 * 4
+    lines += [f"call.lo default_idle_call default_idle_call+{half - 4:#x}",
+              f"call.hi default_idle_call+{half:#x} default_idle_call+{end - start - 4:#x}"]
+    (start, end), = syms[(None, "do_idle")]
+    lines.append(f"do_idle do_idle do_idle+{end - start - 4:#x}")
+    return "\n".join(lines) + "\n"
+
+
+def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
+    """Debian's 6.1 kernel: windows written by hand from its kallsyms;
+    chkwin's per-window counts from BPF equal the -R all log's arrivals
+    classified offline by the same ranges."""
+    sysmap = subprocess.run([PY, str(REPO / "guest/stockkernel.py"), "--print-system-map"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    wfile = tmp_path / "idle.windows"
+    wfile.write_text(idle_windows(sysmap))
+    run = boot(tmp_path / "run", "stock", "record", "--duration", "15",
+               "--guest-file", str(wfile), "--append",
+               "chkwin.workload=rk-loop " + chkwin_in_guest(wfile, "-q"))
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    log = chkwinlog.read(tmp_path / "run/log.bin")
+    assert log.status == "complete" and log.lost()["irq"] == 0
+    names = [name for name, _, _ in log.watched()]
+    assert len(names) == len(windows.read(wfile)) and "do_idle" in names
+    # Adjacent windows: each starts one instruction after the one before.
+    spans = sorted((first, last) for _, first, last in log.watched())
+    assert any(b[0] == a[1] + 4 for a, b in zip(spans, spans[1:]))
+    irq = bpf_counts(log, "irq")
+    assert irq == offline_counts(log, "irq")
+    assert sum(irq.values()) > 0
