@@ -23,7 +23,7 @@ ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 
 .PHONY: all deps kernels testdisk initramfs rootfs test test-host demo dose \
-	bench stackscan clean-results
+	windows bench stackscan clean-results
 
 all: kernels
 
@@ -68,6 +68,11 @@ test: test-host kernels
 
 demo: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)
+
+# stackscan's windows of the lab kernel, watched by chkwin --windows in a
+# gcc49 boot: every failure attributed to one (results/windows-<timestamp>).
+windows: deps kernels
+	$(PY) guest/lab_windows.py
 
 # The dose-response sweeps on the unpatched flavour: window widths
 # (untraced) and sampler rates (under the loader).

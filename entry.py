@@ -17,6 +17,7 @@ ENTRY_POINTS = {
     "guest/initramfs.py": "guest.host.initramfs",
     "guest/kbuild.py": "guest.host.kbuild",
     "guest/lab_demo.py": "guest.host.lab_demo",
+    "guest/lab_windows.py": "guest.host.lab_windows",
     "guest/loaderbuild.py": "guest.host.loaderbuild",
     "guest/rootfs.py": "guest.host.rootfs",
     "guest/run.py": "guest.host.run",

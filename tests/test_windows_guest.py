@@ -4,18 +4,20 @@ counts from BPF equal to an offline classification of the same boot's
 records, hand-written adjacent windows on Debian's stock kernel, and a
 file chkwin cannot place refused in one line."""
 
+import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 
-from tests.boots import boot, icount_args
-from tests.kernels import PY, REPO, kernel_dir
+from tests.boots import Run, boot, icount_args
+from tests.kernels import PY, REPO
 
 from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
+from guest.host.run import helper_output
 
 pytestmark = pytest.mark.guest
 
@@ -44,30 +46,28 @@ def bpf_counts(log, kind):
 
 @pytest.fixture(scope="module")
 def lab_run(tmp_path_factory):
-    """The unpatched lab kernel at gcc49 width 1, watching the windows
-    stackscan finds in its vmlinux."""
+    """make windows (guest/lab_windows.py): the unpatched lab kernel at
+    gcc49 width 1, watching the windows stackscan finds in its vmlinux."""
     tmp = tmp_path_factory.mktemp("windows-lab")
-    kdir = kernel_dir("unpatched")
-    stackscan = subprocess.run([PY, str(REPO / "analysis/stackscan/build.py"), "--print-path"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    wfile = tmp / "lab.windows"
-    subprocess.run([stackscan, "--allow", str(REPO / "analysis/stackscan/allow-lab.txt"),
-                    "--windows-out", str(wfile), str(kdir / "vmlinux")],
-                   capture_output=True, check=False)
-    run = boot(tmp / "run", "unpatched", "record", *icount_args(PHASE_SEED, duration=20),
-               "--guest-file", str(wfile), "--append",
-               "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
-               + chkwin_in_guest(wfile, "-f", "json"))
-    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
-    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
-    log = chkwinlog.read(tmp / "run/log.bin")
-    return wfile, run, log, correlate.Correlation(log, fsgeom.find(tmp / "run/log.bin"))
+    proc = subprocess.run([PY, str(REPO / "guest/lab_windows.py"), "--results", str(tmp),
+                           "--seconds", "20", "--phase-seed", str(PHASE_SEED)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out, = tmp.glob("windows-*")
+    run = Run(proc, out / "boot")
+    log = chkwinlog.read(out / "boot/log.bin")
+    return out / "lab.windows", run, log, correlate.Correlation(
+        log, fsgeom.find(out / "boot/log.bin"))
 
 
 def test_stackscans_windows_attribute_every_failure(lab_run):
-    """No built-in window names: the header's windows are stackscan's two,
-    and every failure the kernel printed follows an arrival in one."""
+    """No built-in window names: the header's windows are stackscan's two
+    (as placed by the kernel's System.map), and every failure the kernel
+    printed follows an arrival in one."""
     wfile, run, log, corr = lab_run
+    sysmap = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
+    placed = windows.place(windows.read(wfile), windows.symbols_from(sysmap / "System.map"))
+    assert log.watched() == [(w.name, first, last) for w, first, last in placed]
     assert "window" not in log.header and "window.exact" not in log.header
     assert [name for name, _, _ in log.watched()] == [w.name for w in windows.read(wfile)]
     printed = run.status["checksum_failures_total"]

@@ -1,0 +1,103 @@
+"""make windows: from a static scan to attributed failures, end to end.
+
+stackscan scans the unpatched lab kernel's vmlinux and writes the windows
+it finds (docs/windows.md); one boot on instruction time runs the gcc49
+emulation under chkwin --windows with that file, so no window is known
+to chkwin by a built-in name; the analysis then attributes every checksum
+failure the kernel printed to an interrupt arrival in a window stackscan
+found.  Everything goes to results/windows-<timestamp>/: the windows
+file, the boot (log.bin, console.log, status.json) and windows.json.
+Exit 0 when every failure is attributed, 1 otherwise.
+"""
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import fsgeom
+from analysis import windows
+from analysis.stackscan import builder as stackscan
+from guest.host.cachedir import die
+from guest.host.run import helper_output
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PY = "/usr/bin/python3"
+
+
+def new_dir(results):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(100):
+        top = results / (f"windows-{stamp}" if n == 0 else f"windows-{stamp}-{n}")
+        try:
+            top.mkdir(parents=True)
+            return top
+        except FileExistsError:
+            continue
+    die(f"cannot make a new directory under {results}")
+
+
+def scan(kdir, out):
+    """stackscan's windows of the kernel in kdir, written to out/lab.windows."""
+    wfile = out / "lab.windows"
+    proc = subprocess.run([str(stackscan.build()), "--allow",
+                           str(REPO / "analysis/stackscan/allow-lab.txt"),
+                           "--windows-out", str(wfile), str(kdir / "vmlinux")],
+                          capture_output=True, text=True)
+    (out / "stackscan.txt").write_text(proc.stdout)
+    if proc.returncode == 2 or not wfile.is_file():
+        die(f"stackscan failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    return wfile
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=30,
+                    help="instruction-time seconds of the gcc49 boot (default 30)")
+    ap.add_argument("--phase-seed", type=int, default=5,
+                    help="the boot's phase seed: the same seed, the same failures")
+    ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
+                    help="where windows-<timestamp>/ goes")
+    args = ap.parse_args()
+    if args.seconds < 1:
+        ap.error("--seconds must be at least 1")
+    kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
+    out = new_dir(args.results)
+    wfile = scan(kdir, out)
+    found = windows.read(wfile)
+    print(f"windows: stackscan found {len(found)} in {kdir / 'vmlinux'}: "
+          + ", ".join(w.name for w in found), flush=True)
+    boot = out / "boot"
+    proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "unpatched",
+                           "--scenario", "record", "--clock", "icount",
+                           "--phase-seed", str(args.phase_seed), "--duration", str(args.seconds),
+                           "--guest-file", str(wfile), "--out", str(boot), "--append",
+                           "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
+                           f"chkwin.loader=-q,--windows,/tmp/host/{wfile.name}"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        die(f"the boot failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    status = json.loads((boot / "status.json").read_text())
+    log = chkwinlog.read(boot / "log.bin")
+    corr = correlate.Correlation(log, fsgeom.find(boot / "log.bin"))
+    printed = status["checksum_failures_total"]
+    per_window = {name: log.counter(f"watch.irq.{name}") for name, _, _ in log.watched()}
+    result = {"windows": [w.name for w in found], "built_in_windows": "window" in log.header,
+              "failures_printed": printed, "failures_logged": len(corr.failures),
+              "attributed": corr.attributed(), "arrivals_per_window": per_window,
+              "checksum_calls": log.counter("chksum")}
+    (out / "windows.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(f"windows: {printed} checksum failures printed, {len(corr.failures)} logged, "
+          f"{corr.attributed()} after an arrival in a window stackscan found; "
+          "arrivals per window: " + ", ".join(f"{k} {v}" for k, v in per_window.items()))
+    print(f"windows: {out}")
+    ok = printed > 0 and corr.attributed() == len(corr.failures) == printed \
+        and not result["built_in_windows"]
+    if not ok:
+        print("windows: error: not every failure is attributed to a window stackscan found",
+              file=sys.stderr)
+    return 0 if ok else 1
