@@ -34,6 +34,7 @@ BENCHES = {
     "stock612": ["bench.loader_bench", "--flavour", "stock", "--stock-package", "6.12",
                  "--modes", "chkwin,fallback", "--rates", "", "--seconds", "10"],
     "stackscan": ["bench.stackscan_bench"],
+    "windows": ["bench.windows_bench"],
     "peers": ["bench.peers"],
     "dose": ["bench.dose_bench"],
     "clock": ["bench.clock_bench"],

@@ -53,6 +53,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_KALLSYMS,
 	OPT_WINDOWS,
+	OPT_PROG_STATS,
 };
 
 static const struct argp_option options[] = {
@@ -70,6 +71,7 @@ static const struct argp_option options[] = {
 	{ "history", OPT_HISTORY, "K", 0, "--record failures: records per history ring (default 256)", 0 },
 	{ "wakeup-kb", OPT_WAKEUP, "KB", 0, "Wake the reader when KB wait (default 256; 0: per record)", 0 },
 	{ "floor", OPT_FLOOR, NULL, OPTION_HIDDEN, "Bench: attach programs that return at once", 0 },
+	{ "prog-stats", OPT_PROG_STATS, NULL, 0, "Count each program's runs and run time (kernel BPF stats) for the closing record", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
 	{ "windows", OPT_WINDOWS, "FILE", 0, "Watch the windows FILE names (docs/windows.md, stackscan --windows-out) instead of the lab's built-in ones; counts arrivals per window", 0 },
@@ -180,6 +182,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_FLOOR:
 		o->floor = true;
+		break;
+	case OPT_PROG_STATS:
+		o->prog_stats = true;
 		break;
 	case OPT_RINGBUF:
 		o->ringbuf_mb = parse_long(state, "ringbuf-mb", arg, 1, 1024);

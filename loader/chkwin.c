@@ -53,6 +53,7 @@ struct run {
 	uint64_t bad_size;
 	uint64_t started;	/* CLOCK_MONOTONIC ns when recording began */
 	int ncpus;
+	int stats_fd;		/* --prog-stats: the kernel counts while it is open */
 };
 
 static bool verbose;
@@ -296,6 +297,28 @@ static int write_header(struct run *r, uint64_t started)
 	return err;
 }
 
+/* --prog-stats: each loaded program's runs and run time so far. */
+static void json_prog_stats(const struct run *r)
+{
+	struct bpf_program *prog;
+	bool first = true;
+
+	fputs(", \"programs\": {", stderr);
+	bpf_object__for_each_program(prog, r->skel->obj) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (!bpf_program__autoload(prog) ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		fprintf(stderr, "%s\"%s\": {\"runs\": %llu, \"ns\": %llu}", first ? "" : ", ",
+			bpf_program__name(prog), (unsigned long long)info.run_cnt,
+			(unsigned long long)info.run_time_ns);
+		first = false;
+	}
+	fputs("}", stderr);
+}
+
 /* A JSON count: null where nothing of this run fed the counter. */
 static void json_count(const struct run *r, const char *key, int counter,
 		       unsigned long long value)
@@ -353,6 +376,8 @@ static void closing_lines(const struct run *r, const struct chkwin_counts *count
 		}
 		fputs("}", stderr);
 	}
+	if (r->stats_fd >= 0)
+		json_prog_stats(r);
 	fprintf(stderr, ", \"seconds\": %.3f, \"log\": ", seconds);
 	if (r->log)
 		json_str(stderr, r->log->path, strlen(r->log->path));
@@ -469,7 +494,7 @@ static int record(struct run *r)
 static int run(const struct chkwin_opts *o)
 {
 	struct chkwin_log_writer *log = NULL;
-	struct run r = { .opts = o };
+	struct run r = { .opts = o, .stats_fd = -1 };
 	int err;
 
 	if (chkwin_plan_make(o, &r.plan)) {
@@ -526,12 +551,21 @@ static int run(const struct chkwin_opts *o)
 	err = fill_watched(&r);
 	if (err)
 		goto out;
+	/* The kernel times programs only while this fd is open (5.8). */
+	if (o->prog_stats && (r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0) {
+		err = -errno;
+		fprintf(stderr, "chkwin: error: --prog-stats: the kernel will not count "
+			"program run time: %s\n", strerror(errno));
+		goto out;
+	}
 	err = attach_all(&r);
 	if (err)
 		goto out;
 	err = record(&r);
 out:
 	detach_all(&r);
+	if (r.stats_fd >= 0)
+		close(r.stats_fd);
 	ring_buffer__free(r.rb);
 	chkwin_bpf__destroy(r.skel);
 	if (r.log && chkwin_log_close(r.log) && !err)

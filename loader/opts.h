@@ -56,6 +56,7 @@ struct chkwin_opts {
 	long history;		/* failures mode: K, records per history ring */
 	long wakeup_kb;		/* 0: wake user space per record */
 	bool floor;		/* bench: programs attach and return at once */
+	bool prog_stats;	/* closing record: runs and run time per program */
 	long ringbuf_mb;
 	bool dry_run;
 	bool verbose;
