@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from tests.decoded import Decoded
@@ -255,4 +256,24 @@ def test_bad_package_name_is_a_one_line_error():
                            "linux-image-amd64"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1
-    assert "is not a Debian linux-image-VERSION-arm64" in proc.stderr
+    assert "is not a Debian linux-image-VERSION-[rt-|cloud-]arm64" in proc.stderr
+
+
+def test_the_rt_kernel_records(tmp_path):
+    """Debian's PREEMPT_RT 6.12 (threaded interrupts; the primary handler
+    still runs in hard interrupt context, where chkwin takes the pc): it
+    boots, chkwin plans for it, records checksum calls and interrupts with
+    their interrupted pc, and loses nothing."""
+    run = boot(tmp_path, "stock", "record", "--stock-package", "6.12-rt", "--duration", "15",
+               "--append", "chkwin.workload=rk-loop chkwin.loader=-q")
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    log = chkwinlog.read(tmp_path / "log.bin")
+    assert log.status == "complete"
+    assert re.fullmatch(r"6\.12\.\d+\+deb12-rt-arm64", log.header["kernel_release"])
+    assert "PREEMPT_RT" in log.header["kernel_version"]
+    assert_nothing_lost(log.trailer, {"verify", "sample", "snapshot"})
+    assert int(log.trailer["count.chksum"]) > 10_000 and int(log.trailer["count.iget"]) > 1000
+    irq = log.of("irq")
+    assert len(irq) > 1000
+    assert np.count_nonzero(irq["class"] == chkwinlog.CLASSES.index("unknown")) < len(irq) / 100

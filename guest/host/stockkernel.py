@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """Debian's own arm64 kernel, unmodified, ready for guest/run.py --flavour stock.
 
-Any Debian linux-image-*-arm64 package: bookworm's linux-image-6.1.0-N-arm64
-or bookworm-backports' linux-image-6.12.N+deb12-arm64 (make deps adds
-backports to apt's sources; its packages are never picked unless named,
-since backports is not automatic).  The package is fetched with apt-get
-download (--package NAME or SERIES such as 6.12, default 6.1: the newest of the
-series already in $CHKWIN_CACHE/debs, else the newest apt can fetch; kept
-in $CHKWIN_CACHE/debs) and unpacked,
+Any Debian linux-image-*-arm64 package of the generic, -rt (PREEMPT_RT)
+or -cloud flavour: bookworm's linux-image-6.1.0-N[-rt|-cloud]-arm64 or
+bookworm-backports' linux-image-6.12.N+deb12[-rt|-cloud]-arm64 (make deps
+adds backports to apt's sources; its packages are never picked unless
+named, since backports is not automatic).  The package is fetched with
+apt-get download (--package NAME or SERIES such as 6.12 or 6.12-rt,
+default 6.1: the newest of the series and flavour already in
+$CHKWIN_CACHE/debs, else the newest apt can fetch; kept in
+$CHKWIN_CACHE/debs) and unpacked,
 never installed.  Its dpkg-deb -x tree is reduced to what the guest needs:
 `Image` (the gzip-compressed vmlinuz, decompressed), `config`, `release`,
 and in `modules/` the virtio, ext4 and crc32c modules that are not built
@@ -42,11 +44,13 @@ import tempfile
 from guest.host import initramfs
 from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
-# The generic arm64 flavour of any Debian kernel (not -16k, -rt, -cloud,
-# -unsigned or -dbg): 6.1.0-27, 6.12.95+deb12.
-PACKAGE_RE = re.compile(r"^linux-image-(\d+)\.(\d+)\.(\d+)(?:-(\d+))?(?:\+deb\d+(?:\.\d+)?)?-arm64$")
+# Any Debian arm64 kernel of the generic, -rt (PREEMPT_RT: threaded
+# interrupts) or -cloud flavour (not -16k, -unsigned or -dbg): 6.1.0-27,
+# 6.1.0-57-rt, 6.12.95+deb12-cloud.
+PACKAGE_RE = re.compile(r"^linux-image-(\d+)\.(\d+)\.(\d+)(?:-(\d+))?(?:\+deb\d+(?:\.\d+)?)?"
+                        r"-(?:(rt|cloud)-)?arm64$")
 DEFAULT_SERIES = (6, 1)
-SERIES_RE = re.compile(r"^(\d+)\.(\d+)$")
+SERIES_RE = re.compile(r"^(\d+)\.(\d+)(?:-(rt|cloud))?$")
 # What the guest loads: the virtio transport and its devices (test disk,
 # results and log ports), ext4, and crc32c_generic, which ext4 asks the
 # crypto API for by name (a softdep, so modinfo's depends= misses it).
@@ -57,32 +61,39 @@ GUEST_MODULES = "/lib/modules/stock"
 
 def version_key(name):
     """(major, minor, patch, abi) of a package name PACKAGE_RE takes."""
+    return tuple(int(g or 0) for g in PACKAGE_RE.match(name).groups()[:4])
+
+
+def of_series(name, series, flavour):
+    """Whether a package name is a kernel of series (6, 1) and flavour
+    ("rt", "cloud" or None for the generic one)."""
     m = PACKAGE_RE.match(name)
-    return tuple(int(g or 0) for g in m.groups())
+    return bool(m) and version_key(name)[:2] == series and m.group(5) == flavour
 
 
-def newest_package(series):
-    """The highest-numbered linux-image-*-arm64 of a series (6, 1) that apt
-    can fetch (its lists also name packages they no longer carry)."""
+def newest_package(series, flavour):
+    """The highest-numbered linux-image-*-arm64 of a series (6, 1) and
+    flavour that apt can fetch (its lists also name packages they no
+    longer carry)."""
     prefix = "linux-image-%d.%d." % series
     out = run_or_die(["apt-cache", "pkgnames", prefix], "apt-cache pkgnames").stdout.split()
     found = sorted(((version_key(name), name) for name in out
-                    if PACKAGE_RE.match(name) and version_key(name)[:2] == series),
-                   reverse=True)
+                    if of_series(name, series, flavour)), reverse=True)
     for _, name in found:
         policy = run_or_die(["apt-cache", "policy", f"{name}:arm64"],
                             f"apt-cache policy {name}").stdout
         if "Candidate:" in policy and "Candidate: (none)" not in policy:
             return name
-    die(f"apt can fetch no {prefix}*-arm64 package: run 'make deps' "
-        "(it adds the arm64 architecture and bookworm-backports)")
+    die(f"apt can fetch no {prefix}*-{flavour + '-' if flavour else ''}arm64 package: "
+        "run 'make deps' (it adds the arm64 architecture and bookworm-backports)")
 
 
 def package_deb(package):
     """The package's arm64 .deb, downloaded once into the cache."""
     if not PACKAGE_RE.match(package):
-        die(f"--package {package!r} is not a Debian linux-image-VERSION-arm64 "
-            "(e.g. linux-image-6.1.0-27-arm64, linux-image-6.12.95+deb12-arm64)")
+        die(f"--package {package!r} is not a Debian linux-image-VERSION-[rt-|cloud-]arm64 "
+            "(e.g. linux-image-6.1.0-27-arm64, linux-image-6.12.95+deb12-rt-arm64) "
+            "or a series such as 6.12 or 6.12-rt")
     debs = cache_root() / "debs"
     debs.mkdir(exist_ok=True)
     found = sorted(debs.glob(f"{package}_*_arm64.deb"))
@@ -179,25 +190,26 @@ def unpack(deb, outdir):
         (mods / "order").write_text("".join(n + "\n" for n in order))
 
 
-def cached_package(series):
-    """The highest-numbered package of a series already in the cache, or
-    None: once fetched, a kernel stays the default even when apt learns a
-    newer one."""
+def cached_package(series, flavour):
+    """The highest-numbered package of a series and flavour already in the
+    cache, or None: once fetched, a kernel stays the default even when apt
+    learns a newer one."""
     names = [deb.name.split("_")[0]
              for deb in (cache_root() / "debs").glob("linux-image-*_arm64.deb")]
-    found = sorted((version_key(n), n) for n in names
-                   if PACKAGE_RE.match(n) and version_key(n)[:2] == series)
+    found = sorted((version_key(n), n) for n in names if of_series(n, series, flavour))
     return found[-1][1] if found else None
 
 
 def resolve(package):
-    """A package name from a name, a series "6.12" or None (the 6.1 series):
-    for a series, the newest cached, else the newest apt can fetch."""
+    """A package name from a name, a series "6.12" or "6.12-rt", or None
+    (the generic 6.1 series): for a series, the newest cached, else the
+    newest apt can fetch."""
     m = SERIES_RE.match(package or "")
     if package and not m:
         return package
     series = (int(m.group(1)), int(m.group(2))) if m else DEFAULT_SERIES
-    return cached_package(series) or newest_package(series)
+    flavour = m.group(3) if m else None
+    return cached_package(series, flavour) or newest_package(series, flavour)
 
 
 def build(package=None):
@@ -211,8 +223,9 @@ def build(package=None):
     return outdir
 
 
-def system_map(kdir):
-    """kdir/System.map, made from the booted kernel's kallsyms if missing."""
+def system_map(kdir, package):
+    """kdir/System.map, made from the booted kernel's (package's) kallsyms
+    if missing."""
     path = kdir / "System.map"
     if path.is_file():
         return path
@@ -220,7 +233,8 @@ def system_map(kdir):
         out = pathlib.Path(tmp) / "run"
         proc = subprocess.run(
             [sys.executable, str(pathlib.Path(__file__).resolve().parents[1] / "run.py"),
-             "--flavour", "stock", "--scenario", "kallsyms", "--duration", "1",
+             "--flavour", "stock", "--stock-package", resolve(package),
+             "--scenario", "kallsyms", "--duration", "1",
              "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
         if proc.returncode != 0:
             die("the kallsyms boot of the stock kernel failed: "
@@ -252,9 +266,10 @@ def initramfs_adds(kdir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--package", help="linux-image-VERSION-arm64, e.g. "
-                    "linux-image-6.12.95+deb12-arm64, or a series such as 6.12: its "
-                    "newest cached, else the newest apt can fetch (default: 6.1)")
+    ap.add_argument("--package", help="linux-image-VERSION-[rt-|cloud-]arm64, e.g. "
+                    "linux-image-6.12.95+deb12-rt-arm64, or a series such as 6.12 or "
+                    "6.12-rt: its newest cached, else the newest apt can fetch "
+                    "(default: 6.1, generic)")
     ap.add_argument("--print-dir", action="store_true",
                     help="print the kernel directory on stdout")
     ap.add_argument("--print-initramfs", action="store_true",
@@ -268,7 +283,7 @@ def main():
     if args.print_initramfs:
         print(initramfs.build(initramfs_adds(kdir)))
     if args.print_system_map:
-        print(system_map(kdir))
+        print(system_map(kdir, args.package))
 
 
 if __name__ == "__main__":
