@@ -176,6 +176,41 @@ const struct ksym *ksyms_text_in(const struct ksyms *k, const char *name,
 	return *matches == 1 ? found : NULL;
 }
 
+/* Whether marker lies in s's neighbourhood, walking by step (1 or -1). */
+static int near(const struct ksyms *k, const struct ksym *s, const char *name,
+		const char *marker, int step)
+{
+	const struct ksym *t = s + step;
+
+	for (; t >= k->syms && t < k->syms + k->count; t += step) {
+		if (t->module)
+			continue;
+		if (!strcmp(t->name, marker))
+			return 1;
+		if (t->type == 'T' || !strcmp(t->name, name))
+			return 0;
+	}
+	return 0;
+}
+
+const struct ksym *ksyms_pick_near(const struct ksyms *k, const char *name,
+				   const char *marker)
+{
+	const struct ksym *found = NULL;
+	int n = 0;
+	size_t i;
+
+	for (i = first_named(k, name); i < k->count && !strcmp(k->by_name[i]->name, name); i++) {
+		const struct ksym *s = k->by_name[i];
+
+		if (!s->module && (near(k, s, name, marker, -1) || near(k, s, name, marker, 1))) {
+			found = s;
+			n++;
+		}
+	}
+	return n == 1 ? found : NULL;
+}
+
 int ksyms_has_module(const struct ksyms *k, const char *module)
 {
 	size_t i;

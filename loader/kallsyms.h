@@ -40,6 +40,14 @@ const struct ksym *ksyms_pick(const struct ksyms *k, const char *name,
  */
 const struct ksym *ksyms_text_in(const struct ksyms *k, const char *name,
 				 const char *module, int *matches);
+/*
+ * Of the core kernel's symbols called name, the one whose neighbours (the
+ * symbols around it up to a global text symbol or another called name)
+ * include marker: the static function of one source file where several
+ * files have one of that name, all built in.  NULL if not exactly one.
+ */
+const struct ksym *ksyms_pick_near(const struct ksyms *k, const char *name,
+				   const char *marker);
 /* Whether any symbol belongs to module (it is loaded). */
 int ksyms_has_module(const struct ksyms *k, const char *module);
 

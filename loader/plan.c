@@ -183,7 +183,9 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	} else if (o->mode == ATTACH_TRACEPOINT) {
 		return failed(p, "no ext4_chksum_begin/_end tracepoints in %s (not a chkwin kernel?)",
 			      "kernel BTF");
-	} else if ((update = ksyms_pick(ks, "chksum_update", "crc32c_generic", &n))) {
+	} else if ((update = ksyms_pick(ks, "chksum_update", "crc32c_generic", &n)) ||
+		   /* Built in (Debian's -cloud), crc32c_generic's is beside its cra_init. */
+		   (n > 1 && (update = ksyms_pick_near(ks, "chksum_update", "crc32c_cra_init")))) {
 		p->mode[HOOK_CHKSUM] = "kprobe:chksum_update";
 		func = "chksum_update";
 		if (n > 1) {
