@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""stackscan over every Debian arm64 kernel flavour, Image and modules.
+
+For each package (6.1 and 6.12; generic, -rt and -cloud): the whole
+`Image`, placed by a System.map made from the booted kernel's kallsyms
+(guest/stockkernel.py --print-system-map), and every module the package
+ships (.ko, .ko.xz or .ko.zst, decompressed first), each module a
+stackscan process, as many at once as the host has cores.  The figures:
+time, functions and instructions, and every finding by name, for the
+triage in bench/RESULTS.md.  Goal: all of one kernel in under 60 s.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import lzma
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench.section import print_section
+from guest.host.cachedir import cache_root
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
+GOAL_S = 60
+
+
+def output_of(cmd, what):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
+        sys.exit(f"stock_scan_bench: error: {what} failed: {last[0]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def scan(stackscan, *args):
+    """stackscan's JSON report of one file; None for a module of data
+    alone (tables, firmware glue), which has no function to scan."""
+    proc = subprocess.run([stackscan, "--json", *map(str, args)], capture_output=True,
+                          text=True)
+    if proc.returncode == 2 and proc.stderr.rstrip().endswith("names no functions"):
+        return None
+    if proc.returncode not in (0, 1):
+        sys.exit(f"stock_scan_bench: error: stackscan {args[-1]}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def modules_of(deb, into):
+    """Every module of the .deb, decompressed, under into."""
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(into)], check=True)
+    out = []
+    for path in sorted(into.rglob("*.ko*")):
+        if path.name.endswith(".ko"):
+            out.append(path)
+        elif path.name.endswith(".ko.xz"):
+            plain = path.with_name(path.name[:-3])
+            plain.write_bytes(lzma.decompress(path.read_bytes()))
+            out.append(plain)
+        elif path.name.endswith(".ko.zst"):
+            subprocess.run(["zstd", "-q", "-d", str(path)], check=True)
+            out.append(path.with_name(path.name[:-4]))
+    return out
+
+
+def findings(rep, where):
+    return [f"{where}{f['function']}+{f['offset']:#x} ({f['access']}, "
+            f"{f['below_sp_min']}..{f['below_sp_max']} below sp, "
+            + (f"after {f['release']['insn']})" if f.get("release") else "no release)")
+            for f in rep["findings"]]
+
+
+def one_kernel(stackscan, spec, tmp):
+    kdir = pathlib.Path(output_of([PY, str(REPO / "guest/stockkernel.py"), "--package", spec,
+                                   "--print-dir"], f"guest/stockkernel.py --package {spec}"))
+    sysmap = output_of([PY, str(REPO / "guest/stockkernel.py"), "--package", spec,
+                        "--print-system-map"], f"the kallsyms boot of {spec}")
+    package = kdir.name.rsplit("-", 1)[0]
+    deb, = (cache_root() / "debs").glob(f"{package}_*_arm64.deb")
+    kos = modules_of(deb, tmp / spec)
+    t = time.monotonic()
+    image = scan(stackscan, "--system-map", sysmap, kdir / "Image")
+    image_s = time.monotonic() - t
+    t = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        reps = list(pool.map(lambda ko: scan(stackscan, ko), kos))
+    modules_s = time.monotonic() - t
+    found = findings(image, "")
+    for ko, rep in zip(kos, reps):
+        found += findings(rep, ko.name[:-3] + ":") if rep else []
+    code = [r for r in reps if r]
+    return {"package": package, "image_s": image_s, "modules_s": modules_s,
+            "modules": len(kos), "data_only": len(kos) - len(code),
+            "functions": image["functions"] + sum(r["functions"] for r in code),
+            "instructions": image["instructions"] + sum(r["instructions"] for r in code),
+            "image_functions": image["functions"], "findings": found}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--packages", default=",".join(PACKAGES),
+                    help=f"comma-separated series (default {','.join(PACKAGES)})")
+    args = ap.parse_args()
+    stackscan = output_of([PY, str(REPO / "analysis/stackscan/build.py"), "--print-path"],
+                          "building stackscan")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="stock-scan-") as tmp:
+        for spec in args.packages.split(","):
+            print(f"stock_scan_bench: {spec}", file=sys.stderr, flush=True)
+            k = one_kernel(stackscan, spec, pathlib.Path(tmp))
+            total = k["image_s"] + k["modules_s"]
+            rows.append((f"`{k['package']}`",
+                         f"Image {k['image_functions']:,} functions in {k['image_s']:.1f} s; "
+                         f"{k['modules']:,} modules ({k['data_only']} of data alone) in "
+                         f"{k['modules_s']:.1f} s; "
+                         f"{k['functions']:,} functions, {k['instructions']:,} instructions "
+                         f"in all, {total:.1f} s "
+                         f"({'within' if total < GOAL_S else 'OVER'} the {GOAL_S} s goal); "
+                         f"findings: {'; '.join(k['findings']) or 'none'}"))
+    print_section("stock-scan",
+                  "stackscan over the whole `Image` (placed by the booted kernel's "
+                  "kallsyms) and every module of each Debian arm64 kernel package, "
+                  f"modules {os.cpu_count()} at once.", rows)
+
+
+if __name__ == "__main__":
+    main()
