@@ -141,8 +141,29 @@ def cmd_correlate(args):
 
 def cmd_heatmap(args):
     from analysis import heatmap  # matplotlib: only the commands that draw load it
+    from analysis import windows
     log, corr = load(args.log, args)
-    res = heatmap.write_all(log, corr, pathlib.Path(args.out))
+    out = pathlib.Path(args.out)
+    if args.function:
+        try:
+            symbols = windows.symbols_from(args.symbols) if args.symbols else None
+        except (OSError, ValueError, IndexError) as e:
+            raise Fail(f"{args.symbols}: not a System.map or kallsyms copy ({e})") from None
+        try:
+            ranges = [(name, heatmap.function_range(log, name, symbols))
+                      for name in args.function]
+        except heatmap.RangeError as e:
+            raise Fail(str(e)) from None
+        out.mkdir(parents=True, exist_ok=True)
+        for name, (start, end) in ranges:
+            stem = out / ("function-" + "".join(c if c.isalnum() or c in "._-" else "_"
+                                                for c in name))
+            cols = heatmap.function_map(log, corr, name, start, end, stem)
+            print(f"wrote {stem.name}.png and .svg in {out}: arrivals in {name} "
+                  f"({end - start} bytes) by CPU: "
+                  f"{ {cpu: int(c.sum()) for cpu, c in cols.items()} }")
+        return
+    res = heatmap.write_all(log, corr, out)
     flag = " (truncated log)" if log.status == "truncated" else ""
     column = res["window_column"] if log.window_known() else \
         "unknown (no window symbols in this kernel)"
@@ -234,6 +255,12 @@ def main(argv=None):
     p = sub.add_parser("heatmap", parents=[geo], help="arrival heat maps")
     p.add_argument("log")
     p.add_argument("-o", "--out", default="heatmap", help="output directory")
+    p.add_argument("--function", action="append", metavar="NAME",
+                   help="instead: arrivals by offset in NAME, a watched window, a "
+                   "checksum function or (with --symbols) any function; repeatable")
+    p.add_argument("--symbols", metavar="FILE",
+                   help="System.map or kallsyms copy of the recorded kernel (same "
+                   "KASLR offset) for --function")
     p.set_defaults(func=cmd_heatmap)
     p = sub.add_parser("compare", parents=[geo], help="kernels side by side")
     p.add_argument("logs", nargs="+")

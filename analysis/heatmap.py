@@ -215,3 +215,80 @@ def write_all(log, corr, outdir):
                 in_window[cpu] = in_window.get(cpu, 0) + int(col[lo:hi + 1].sum())
     return {"files": sorted(str(p.name) for p in outdir.iterdir()),
             "window_column": in_window}
+
+
+class RangeError(Exception):
+    """A --function name the log and the symbols cannot place: one line."""
+
+
+def function_range(log, name, symbols=None):
+    """(start, end exclusive) of name: a window the log watched (watch.N),
+    a checksum function of its header (func.N), or a function of symbols
+    (analysis.windows.symbols_from: a System.map or kallsyms copy of the
+    same kernel, booted with the same KASLR offset, i.e. nokaslr)."""
+    for watched, first, last in log.watched():
+        if watched == name:
+            return first, last + SLOT
+    for _, f in _funcs(log):
+        if f[0] == name:
+            return f[1], f[2]
+    if symbols is None:
+        raise RangeError(f"{name}: neither a watched window nor a checksum function of "
+                         f"this log; give --symbols (a System.map or kallsyms copy)")
+    found = symbols.get((None, name), [])
+    if len(found) != 1:
+        raise RangeError(f"{name}: {len(found) or 'no'} text symbol"
+                         f"{'s' if len(found) != 1 else ''} of that name in the symbols")
+    return found[0]
+
+
+def function_map(log, corr, name, start, end, stem):
+    """Arrivals (interrupts and sampler ticks) by byte offset in [start,
+    end) over time, one panel per CPU, watched or emulated windows inside
+    it shaded, failures' window arrivals marked.  Returns {cpu: arrivals
+    by offset slot}."""
+    t0 = log.first_ns()
+    cpus = _cpus(log)
+    size = min(end - start, OFFSET_SPAN)
+    parts = [table(log, kind, ["cpu", "pc"]) for kind in ("irq", "sample")]
+    arr = {k: np.concatenate([p[k] for p in parts]) for k in ("cpu", "ts", "pc")}
+    inside = (arr["pc"] >= start) & (arr["pc"] < start + size)
+    offset = (arr["pc"][inside] - start).astype(float)
+    cpu_of, times = arr["cpu"][inside], (arr["ts"][inside].astype(np.int64) - t0) / 1e9
+    xedges = np.arange(0, size + SLOT, SLOT)
+    yedges = _time_edges(log, t0)
+    peak = max([np.histogram2d(offset[cpu_of == c], times[cpu_of == c],
+                               bins=(xedges, yedges))[0].max() for c in cpus] + [2])
+    norm = LogNorm(vmin=1, vmax=peak)
+    fig, axes = plt.subplots(len(cpus), 1, squeeze=False,
+                             figsize=(WIDTH_IN, ROW_IN * len(cpus) + 1.0), dpi=DPI,
+                             layout="constrained")
+    wins = [w for w in log.windows() if start <= w[0] < start + size]
+    fails = {}
+    for f in corr.failures:
+        for w in f["window_arrivals"]:
+            if start <= w["pc"] < start + size:
+                fails.setdefault(f["cpu"], []).append(((f["ts"] - t0) / 1e9, w["pc"] - start))
+    columns, mesh = {}, None
+    for r, cpu in enumerate(cpus):
+        ax = axes[r][0]
+        sel = cpu_of == cpu
+        counts, mesh = _draw(ax, offset[sel], times[sel], xedges, yedges, norm)
+        columns[cpu] = counts.sum(axis=1)
+        for i, (lo, hi) in enumerate(wins):
+            ax.axvspan(lo - start, hi - start + SLOT, color="cyan", alpha=0.25,
+                       label=None if i else "window")
+        if fails.get(cpu):
+            ax.scatter([p[1] + SLOT / 2 for p in fails[cpu]], [p[0] for p in fails[cpu]],
+                       marker="x", s=60, color="lime", label="checksum failure")
+        if wins or fails.get(cpu):
+            ax.legend(loc="upper left", fontsize=7)
+        ax.set_title(f"CPU {cpu}: {name}", fontsize=9)
+        ax.set_xlabel("instruction offset (bytes)")
+        ax.set_ylabel("time since start (s)")
+        ax.set_xlim(0, size)
+        ax.set_ylim(yedges[0], yedges[-1])
+    fig.colorbar(mesh, ax=axes, label="arrivals per cell (log scale)")
+    fig.suptitle(f"Interrupt arrivals in {name} ({log.header.get('kernel_release', '?')})")
+    _save(fig, stem)
+    return columns

@@ -330,6 +330,9 @@ def _irqs(cpu, tid, ts, classes, rng):
     r["func"] = np.where(in_func, 1, 0xFF)
     r["offset"] = np.where(cls == 0, WINDOW[1] - FUNC1[1],
                            np.where(in_func, rng.integers(0, 18, n) * 4, 0))
-    r["pc"] = np.where(in_func, FUNC1[1] + r["offset"].astype(np.uint64),
-                       np.where(cls == CLASS["user"], 0x400000, 0xffffffc008010000))
+    # uint64 throughout: np.where over Python ints of this size goes
+    # through float64 and loses the low bits.
+    r["pc"] = np.where(in_func, np.uint64(FUNC1[1]) + r["offset"].astype(np.uint64),
+                       np.where(cls == CLASS["user"], np.uint64(0x400000),
+                                np.uint64(0xffffffc008010000)))
     return r

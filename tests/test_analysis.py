@@ -7,6 +7,7 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 from tests.kernels import PY, REPO
@@ -251,6 +252,35 @@ def test_heatmaps_are_valid_png_and_svg(synth, geometry, tmp_path):
     assert len(lines) == len(corr.arrivals)
     t, lat = lines[0].split()
     assert float(t) >= 0 and int(lat) >= 0
+
+
+def test_function_heatmaps_count_the_arrivals_in_their_range(synth, geometry, tmp_path):
+    """--function: a checksum function of the header, and any function of a
+    System.map, each a figure whose counts are the arrivals (interrupts and
+    ticks) with a pc in its range; a name nothing places is one line."""
+    _, path = synth
+    log = chkwinlog.read(path)
+    pcs = np.concatenate([log.of(kind)["pc"] for kind in ("irq", "sample")])
+    name, start, end = synthlog.FUNC1
+    # A System.map that places a made-up function over its second half.
+    half = start + (end - start) // 8 * 4
+    sysmap = tmp_path / "System.map"
+    sysmap.write_text(f"{start:016x} T firsthalf\n{half:016x} T secondhalf\n"
+                      f"{end:016x} T after\n")
+    proc = analyze("heatmap", path, "--geometry", geometry, "-o", tmp_path / "hm",
+                   "--function", name, "--function", "secondhalf", "--symbols", sysmap)
+    assert proc.returncode == 0, proc.stderr
+    counts = [sum(int(n) for n in re.findall(r": (\d+)", line.split("by CPU:")[1]))
+              for line in proc.stdout.splitlines()]
+    assert counts == [int(np.count_nonzero((pcs >= start) & (pcs < end))),
+                      int(np.count_nonzero((pcs >= half) & (pcs < end)))]
+    assert counts[0] > counts[1] > 0
+    assert png_size(tmp_path / "hm" / f"function-{name}.png") == heatmap.size_px(2)
+    assert "nosuch: no text symbols of that name" in one_line_error(analyze(
+        "heatmap", path, "--geometry", geometry, "-o", tmp_path / "hm",
+        "--function", "nosuch", "--symbols", sysmap))
+    assert "give --symbols" in one_line_error(analyze(
+        "heatmap", path, "--geometry", geometry, "--function", "firsthalf"))
 
 
 def test_report_is_self_contained_and_escaped(tmp_path, geometry):
