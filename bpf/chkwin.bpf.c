@@ -31,6 +31,7 @@
 const volatile int target_cpu = -1;
 const volatile __u8 record_mode = CHKWIN_RECORD_ALL;
 const volatile bool floor_only;		/* bench: attach, then return at once */
+const volatile bool snapshot_on_window;	/* failures mode: window arrivals snapshot too */
 const volatile __u32 history_len;	/* slots per history ring: K + SLACK */
 const volatile __u32 history_reach;	/* K: the records a snapshot reaches back */
 const volatile __u32 nr_cpus;		/* history rings: 2 per CPU, then blocks */
@@ -880,6 +881,9 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	r.irq.func = a->func;
 	__builtin_memcpy(r.irq.ipi, a->ipi, sizeof(r.irq.ipi));
 	emit(&r, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS);
+	/* Where no checksum can fail, the history around the arrival itself. */
+	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
+		snapshot(CHKWIN_REC_IRQ, r.h.ts);
 	return 0;
 }
 
@@ -988,6 +992,8 @@ int sample(struct bpf_perf_event_data *ctx)
 	r.sample.el = el;
 	r.sample.func = p.func;
 	emit(&r, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS);
+	if (snapshot_on_window && p.class == CHKWIN_CLASS_WINDOW)
+		snapshot(CHKWIN_REC_SAMPLE, r.h.ts);
 	return 0;
 }
 

@@ -54,6 +54,7 @@ enum {
 	OPT_KALLSYMS,
 	OPT_WINDOWS,
 	OPT_PROG_STATS,
+	OPT_SNAPSHOT_ON,
 };
 
 static const struct argp_option options[] = {
@@ -69,6 +70,7 @@ static const struct argp_option options[] = {
 	{ "dry-run", OPT_DRY_RUN, NULL, 0, "Probe features, print the plan, attach nothing", 0 },
 	{ "record", 'R', "WHAT", 0, "What reaches the log: all (default) records, failures (per-CPU history sent when a checksum fails) or counts (counters and histograms only)", 0 },
 	{ "history", OPT_HISTORY, "K", 0, "--record failures: records per history ring (default 256)", 0 },
+	{ "snapshot-on", OPT_SNAPSHOT_ON, "WHAT", 0, "--record failures: failure (default) snapshots the history on each checksum failure; window also on each arrival in a window", 0 },
 	{ "wakeup-kb", OPT_WAKEUP, "KB", 0, "Wake the reader when KB wait (default 256; 0: per record)", 0 },
 	{ "floor", OPT_FLOOR, NULL, OPTION_HIDDEN, "Bench: attach programs that return at once", 0 },
 	{ "prog-stats", OPT_PROG_STATS, NULL, 0, "Count each program's runs and run time (kernel BPF stats) for the closing record", 0 },
@@ -117,6 +119,7 @@ static long parse_long(struct argp_state *state, const char *what, const char *a
 
 /* Indexed by the enums they name; NULL-terminated. */
 static const char *const formats[] = { "text", "json", "csv", NULL };
+static const char *const snapshot_triggers[] = { "failure", "window", NULL };
 static const char *const modes[] = { "auto", "tracepoint", "fallback", NULL };
 
 static int parse_choice(struct argp_state *state, const char *what, const char *arg,
@@ -186,6 +189,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PROG_STATS:
 		o->prog_stats = true;
 		break;
+	case OPT_SNAPSHOT_ON:
+		o->snapshot_window = parse_choice(state, "snapshot-on", arg, snapshot_triggers) == 1;
+		break;
 	case OPT_RINGBUF:
 		o->ringbuf_mb = parse_long(state, "ringbuf-mb", arg, 1, 1024);
 		break;
@@ -233,6 +239,10 @@ void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
 	argp_parse(&argp, argc, argv, 0, NULL, opts);
 	if (opts->read_path && (opts->output || opts->dry_run)) {
 		fprintf(stderr, "chkwin: error: --read takes only --format\n");
+		exit(2);
+	}
+	if (opts->snapshot_window && opts->record != CHKWIN_RECORD_FAILURES) {
+		fprintf(stderr, "chkwin: error: --snapshot-on window needs --record failures\n");
 		exit(2);
 	}
 }

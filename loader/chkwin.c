@@ -150,6 +150,7 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	s->rodata->target_cpu = o->cpu;
 	s->rodata->record_mode = o->record;
 	s->rodata->floor_only = o->floor;
+	s->rodata->snapshot_on_window = o->snapshot_window;
 	s->rodata->history_len = failures ? (__u32)o->history + CHKWIN_HISTORY_SLACK : 0;
 	s->rodata->history_reach = failures ? (__u32)o->history : 0;
 	s->rodata->nr_cpus = (__u32)ncpus;

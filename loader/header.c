@@ -113,6 +113,8 @@ void chkwin_header_text(struct text *t, const struct chkwin_opts *o,
 	text_add(t, "sample_hz=%ld\n", o->sample_hz);
 	text_kv(t, "record", chkwin_record_names[o->record]);
 	text_add(t, "history=%ld\n", o->record == CHKWIN_RECORD_FAILURES ? o->history : 0);
+	if (o->record == CHKWIN_RECORD_FAILURES)
+		text_add(t, "snapshot_on=%s\n", o->snapshot_window ? "failure,window" : "failure");
 	text_add(t, "wakeup_bytes=%ld\n", o->wakeup_kb << 10);
 	if (o->floor)
 		text_kv(t, "floor", "on");

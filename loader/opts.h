@@ -57,6 +57,7 @@ struct chkwin_opts {
 	long wakeup_kb;		/* 0: wake user space per record */
 	bool floor;		/* bench: programs attach and return at once */
 	bool prog_stats;	/* closing record: runs and run time per program */
+	bool snapshot_window;	/* --snapshot-on window: window arrivals snapshot too */
 	long ringbuf_mb;
 	bool dry_run;
 	bool verbose;

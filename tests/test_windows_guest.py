@@ -140,3 +140,41 @@ def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
     irq = bpf_counts(log, "irq")
     assert irq == offline_counts(log, "irq")
     assert sum(irq.values()) > 0
+
+
+def test_snapshot_on_window_keeps_the_history_of_every_window_arrival(lab_run, tmp_path):
+    """-R failures --snapshot-on window: every arrival in a watched window
+    sends a snapshot (triggered by its irq record, which the snapshot
+    carries), and failures still send theirs and are attributed from them."""
+    wfile = lab_run[0]
+    run = boot(tmp_path / "run", "unpatched", "record", *icount_args(PHASE_SEED, duration=20),
+               "--guest-file", str(wfile), "--append",
+               "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
+               + chkwin_in_guest(wfile, "-q", "-R", "failures", "--snapshot-on", "window"))
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-3000:]
+    assert run.fields("chkwin-status") == ["0"], run.console[-3000:]
+    log = chkwinlog.read(tmp_path / "run/log.bin")
+    assert log.header["snapshot_on"] == "failure,window"
+    snaps = log.of("snapshot")
+    triggers = {name: int(np.count_nonzero(snaps["trigger"] == num))
+                for num, name in log.layout.types.items()}
+    window_arrivals = sum(bpf_counts(log, "irq").values())
+    assert window_arrivals > 0 and triggers["irq"] == window_arrivals
+    assert len(snaps) == log.counter("snapshot")
+    # Each window snapshot carries its arrival: an irq record in a window
+    # with the snapshot's own time.
+    irq = log.of("irq")
+    in_window = irq[irq["class"] == chkwinlog.CLASSES.index("window")]
+    assert set(snaps["ts"][snaps["trigger"] == log.layout.type_ids["irq"]]) \
+        <= set(in_window["ts"])
+    corr = correlate.Correlation(log, fsgeom.find(tmp_path / "run/log.bin"))
+    printed = run.status["checksum_failures_total"]
+    assert printed > 0 and corr.attributed() == len(corr.failures) == printed
+
+
+def test_snapshot_on_window_needs_the_flight_recorder(tmp_path):
+    run = boot(tmp_path / "run", "unpatched", "record", *icount_args(1, duration=5),
+               "--append", "chkwin.workload=inode-loop chkwin.loader=-q,--snapshot-on,window")
+    errors = [ln for ln in run.console.splitlines() if ln.startswith("chkwin: error:")]
+    assert errors == ["chkwin: error: --snapshot-on window needs --record failures"], \
+        run.console[-3000:]
