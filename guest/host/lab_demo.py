@@ -75,6 +75,7 @@ from analysis import experiment
 from analysis import model
 from analysis import planning
 from guest.host.progress import heartbeat
+from guest.host.resultsdir import new_run_dir
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
@@ -268,18 +269,6 @@ def parse_args(argv=None):
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 32)
     return args
-
-
-def new_top(results):
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(100):
-        top = results / (stamp if n == 0 else f"{stamp}-{n}")
-        try:
-            top.mkdir(parents=True)
-            return top
-        except FileExistsError:
-            continue
-    die(f"cannot make a new directory under {results}")
 
 
 class Experiment:
@@ -558,7 +547,7 @@ def kernel_loop_instructions(flavour):
 
 
 def run(args):
-    top = new_top(args.results)
+    top = new_run_dir(args.results)
     exp = Experiment(top, args)
     exp.loop_insns = kernel_loop_instructions(args.flavours[0])
     exp.save()

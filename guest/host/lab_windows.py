@@ -15,7 +15,6 @@ import json
 import pathlib
 import subprocess
 import sys
-import time
 
 from analysis import chkwinlog
 from analysis import correlate
@@ -23,22 +22,11 @@ from analysis import fsgeom
 from analysis import windows
 from analysis.stackscan import builder as stackscan
 from guest.host.cachedir import die
+from guest.host.resultsdir import new_run_dir
 from guest.host.run import helper_output
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
-
-
-def new_dir(results):
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(100):
-        top = results / (f"windows-{stamp}" if n == 0 else f"windows-{stamp}-{n}")
-        try:
-            top.mkdir(parents=True)
-            return top
-        except FileExistsError:
-            continue
-    die(f"cannot make a new directory under {results}")
 
 
 def scan(kdir, out):
@@ -66,7 +54,7 @@ def main():
     if args.seconds < 1:
         ap.error("--seconds must be at least 1")
     kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
-    out = new_dir(args.results)
+    out = new_run_dir(args.results, "windows-")
     wfile = scan(kdir, out)
     found = windows.read(wfile)
     print(f"windows: stackscan found {len(found)} in {kdir / 'vmlinux'}: "
