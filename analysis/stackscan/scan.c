@@ -491,7 +491,11 @@ static int scan_func(struct scanner *s, const struct region *r, uint64_t start,
 
 /* A System.map has no sizes, so a local label (a window marker, say)
  * looks like a function of its own.  Where control runs on from one
- * symbol into the next, they are scanned again as one function. */
+ * symbol into the next, they are scanned again as one function, up to
+ * MAX_RUN_ON symbols: longer chains are calls that never return (a
+ * function ending in bl panic looks as if it ran on), and rescanning
+ * each longer chain whole made a 6.12 Image take minutes. */
+#define MAX_RUN_ON 16
 int scan_image(struct scanner *s, const struct image *img,
 	       struct finding **out, size_t *nout, struct scan_stats *st,
 	       char *err)
@@ -519,7 +523,7 @@ int scan_image(struct scanner *s, const struct image *img,
 			if (scan_func(s, r, f->start, end, i, out, nout, &one,
 				      &runs_on, err))
 				return -1;
-			if (!runs_on || j + 1 == img->nfuncs ||
+			if (!runs_on || j + 1 == img->nfuncs || j + 1 - i >= MAX_RUN_ON ||
 			    !g->maybe_continues || g->region != f->region ||
 			    g->start != end)
 				break;
