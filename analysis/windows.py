@@ -169,3 +169,22 @@ def symbols_from(path):
                     if a > addr and not other.startswith(name + "_")), 1 << 64)
         out.setdefault((module, name), []).append((addr, end))
     return out
+
+
+def idle_windows(symbols):
+    """A windows file's text over a kernel's idle path, placed by its own
+    symbols (symbols_from): cpu_do_idle one instruction a window (adjacent
+    windows, so that the inclusive ends are tested), default_idle_call in
+    two adjacent halves, do_idle whole.  Where a kernel has no window of
+    its own, this is where most interrupts of an idle CPU land."""
+    lines = ["chkwin-windows 1"]
+    (start, end), = symbols[(None, "cpu_do_idle")]
+    lines += [f"idle.{off:#x} cpu_do_idle+{off:#x} cpu_do_idle+{off:#x}"
+              for off in range(0, end - start, 4)]
+    (start, end), = symbols[(None, "default_idle_call")]
+    half = (end - start) // 8 * 4
+    lines += [f"call.lo default_idle_call default_idle_call+{half - 4:#x}",
+              f"call.hi default_idle_call+{half:#x} default_idle_call+{end - start - 4:#x}"]
+    (start, end), = symbols[(None, "do_idle")]
+    lines.append(f"do_idle do_idle do_idle+{end - start - 4:#x}")
+    return "\n".join(lines) + "\n"

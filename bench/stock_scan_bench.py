@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""stackscan over every Debian arm64 kernel flavour, Image and modules.
+"""stackscan over every Debian arm64 kernel flavour, Image and modules,
+then chkwin --windows on each.
 
 For each package (6.1 and 6.12; generic, -rt and -cloud): the whole
 `Image`, placed by a System.map made from the booted kernel's kallsyms
@@ -8,6 +9,9 @@ ships (.ko, .ko.xz or .ko.zst, decompressed first), each module a
 stackscan process, as many at once as the host has cores.  The figures:
 time, functions and instructions, and every finding by name, for the
 triage in bench/RESULTS.md.  Goal: all of one kernel in under 60 s.
+Then one boot of each kernel under chkwin --windows with the windows
+stackscan found, or where it found none, windows over the idle path:
+arrivals per window per million interrupts.
 """
 
 import argparse
@@ -21,6 +25,7 @@ import sys
 import tempfile
 import time
 
+from analysis import windows
 from bench.section import print_section
 from guest.host.cachedir import cache_root
 
@@ -74,6 +79,31 @@ def findings(rep, where):
             for f in rep["findings"]]
 
 
+def watch(spec, sysmap, found, tmp):
+    """chkwin --windows on the kernel, one 15 s rk-loop boot: the windows
+    stackscan found, or where it found none, hand-picked ones over the idle
+    path (windows.idle_windows).  (kind, {window: arrivals per million
+    interrupts}, interrupts)."""
+    wfile = tmp / f"{spec}.windows"
+    if found:
+        sys.exit(f"stock_scan_bench: error: {spec}: stackscan found windows; watch them "
+                 "with stackscan --windows-out (this bench does not yet)")
+    wfile.write_text(windows.idle_windows(windows.symbols_from(sysmap)))
+    out = tmp / f"{spec}-boot"
+    proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "stock",
+                           "--stock-package", spec, "--scenario", "record", "--duration", "15",
+                           "--guest-file", str(wfile), "--out", str(out), "--append",
+                           "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
+                           f"/tmp/host/{wfile.name}"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
+        sys.exit(f"stock_scan_bench: error: the {spec} boot failed: {last[0]}")
+    result = json.loads((out / "status.json").read_text())["chkwin"]
+    irqs = result["irq_arrivals"]
+    per_million = {name: n * 1e6 / irqs for name, n in result["watched_arrivals"].items()}
+    return "idle path (no stackscan window)", per_million, irqs
+
+
 def one_kernel(stackscan, spec, tmp):
     kdir = pathlib.Path(output_of([PY, str(REPO / "guest/stockkernel.py"), "--package", spec,
                                    "--print-dir"], f"guest/stockkernel.py --package {spec}"))
@@ -93,7 +123,8 @@ def one_kernel(stackscan, spec, tmp):
     for ko, rep in zip(kos, reps):
         found += findings(rep, ko.name[:-3] + ":") if rep else []
     code = [r for r in reps if r]
-    return {"package": package, "image_s": image_s, "modules_s": modules_s,
+    watched = watch(spec, sysmap, found, tmp)
+    return {"package": package, "image_s": image_s, "modules_s": modules_s, "watched": watched,
             "modules": len(kos), "data_only": len(kos) - len(code),
             "functions": image["functions"] + sum(r["functions"] for r in code),
             "instructions": image["instructions"] + sum(r["instructions"] for r in code),
@@ -121,6 +152,12 @@ def main():
                          f"in all, {total:.1f} s "
                          f"({'within' if total < GOAL_S else 'OVER'} the {GOAL_S} s goal); "
                          f"findings: {'; '.join(k['findings']) or 'none'}"))
+            kind, per_million, irqs = k["watched"]
+            top = sorted(per_million.items(), key=lambda kv: -kv[1])
+            rows.append((f"`{k['package']}`: chkwin --windows, {kind}",
+                         f"{irqs:,} interrupts in 15 s of rk-loop; arrivals per million "
+                         "interrupts: " + (", ".join(f"{name} {v:,.0f}" for name, v in top)
+                                           or "none in any window")))
     print_section("stock-scan",
                   "stackscan over the whole `Image` (placed by the booted kernel's "
                   "kallsyms) and every module of each Debian arm64 kernel package, "

@@ -98,25 +98,6 @@ def test_a_file_chkwin_cannot_place_is_one_line(tmp_path):
     assert run.fields("chkwin-status") != ["0"]
 
 
-def idle_windows(sysmap):
-    """Hand-written windows over the idle path of a stock kernel, placed by
-    its own kallsyms: cpu_do_idle one instruction a window (adjacent, so
-    the inclusive ends are tested), default_idle_call in two adjacent
-    halves, do_idle whole."""
-    syms = windows.symbols_from(sysmap)
-    lines = ["chkwin-windows 1"]
-    (start, end), = syms[(None, "cpu_do_idle")]
-    lines += [f"idle.{off:#x} cpu_do_idle+{off:#x} cpu_do_idle+{off:#x}"
-              for off in range(0, end - start, 4)]
-    (start, end), = syms[(None, "default_idle_call")]
-    half = (end - start) // 8 * 4
-    lines += [f"call.lo default_idle_call default_idle_call+{half - 4:#x}",
-              f"call.hi default_idle_call+{half:#x} default_idle_call+{end - start - 4:#x}"]
-    (start, end), = syms[(None, "do_idle")]
-    lines.append(f"do_idle do_idle do_idle+{end - start - 4:#x}")
-    return "\n".join(lines) + "\n"
-
-
 def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
     """Debian's 6.1 kernel: windows written by hand from its kallsyms;
     chkwin's per-window counts from BPF equal the -R all log's arrivals
@@ -124,7 +105,7 @@ def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
     sysmap = subprocess.run([PY, str(REPO / "guest/stockkernel.py"), "--print-system-map"],
                             capture_output=True, text=True, check=True).stdout.strip()
     wfile = tmp_path / "idle.windows"
-    wfile.write_text(idle_windows(sysmap))
+    wfile.write_text(windows.idle_windows(windows.symbols_from(sysmap)))
     run = boot(tmp_path / "run", "stock", "record", "--duration", "15",
                "--guest-file", str(wfile), "--append",
                "chkwin.workload=rk-loop " + chkwin_in_guest(wfile, "-q"))
