@@ -76,7 +76,8 @@ def test_help_has_examples(built):
 @pytest.mark.parametrize("argv", [["--bogus"], ["-f", "xml"], ["-d", "-3"],
                                   ["1", "2", "3"], ["--cpu", "x"], ["-R", "some"],
                                   ["--history", "0"], ["--history", "65537"],
-                                  ["--wakeup-kb", "-1"]])
+                                  ["--wakeup-kb", "-1"], ["--snapshot-on", "sometimes"],
+                                  ["--snapshot-on", "window"], ["--windows"]])
 def test_bad_flags_fail_with_one_error_line(built, argv):
     proc = subprocess.run([str(built / "host" / "chkwin"), *argv],
                           capture_output=True, text=True)
@@ -84,3 +85,22 @@ def test_bad_flags_fail_with_one_error_line(built, argv):
     assert proc.stdout == ""
     first = proc.stderr.splitlines()[0]
     assert first.startswith("chkwin") and first.strip()
+
+
+@pytest.mark.parametrize("text, msg", [
+    (None, "no-such.windows: No such file or directory"),
+    ("chkwin-windows 9\n", "line 1: not a windows file"),
+    ("chkwin-windows 1\nw f+0x2 f+0x4\n", "line 2: w: 'f+0x2' is not"),
+])
+def test_a_bad_windows_file_is_refused_before_anything_is_probed(built, tmp_path, text, msg):
+    """chkwin --windows reads the file first: a bad one is one line and
+    exit 1 before the loader looks at the kernel (so on this host too,
+    where no BPF may load)."""
+    path = tmp_path / "no-such.windows"
+    if text is not None:
+        path.write_text(text)
+    proc = subprocess.run([str(built / "host" / "chkwin"), "--dry-run", "--windows", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("chkwin: error: ")
+    assert msg in proc.stderr, proc.stderr
