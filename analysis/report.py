@@ -163,6 +163,11 @@ def write_experiment(outdir, doc, runs):
               f"shuffled with seed {seed}; equivalence margin "
               f"+-{s['margin'] * 100:.0f}%; the verdicts treat the boot as the unit: "
               f"{_spread_text(experiment.spread(doc))}.")
+    if s.get("windows"):
+        design += (" Recorded boots watch the windows stackscan found in their own kernel "
+                   "(stackscan --windows-out, chkwin --windows; no built-in window names): "
+                   + "; ".join(f"{f}: {', '.join(names) or 'none'}"
+                               for f, names in sorted(s["windows"].items())) + ".")
     mrows = experiment.model_rows(doc)
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)

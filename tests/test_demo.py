@@ -30,6 +30,7 @@ import pytest
 
 from tests.kernels import PY, REPO
 
+from analysis import chkwinlog
 from analysis import experiment
 from guest.host import kmsg
 from analysis import poisson
@@ -149,6 +150,13 @@ def test_recorded_failures_follow_a_window_interrupt(demo):
     console = (top / rec["dir"] / "console.log").read_text(errors="replace")
     # Every kind the console reports is in the log, and only those.
     assert sum(kmsg.failures(console).values()) == logged
+    # Attributed to the windows stackscan found, watched by name: the log
+    # has no built-in window key, and the report says whose windows.
+    log = chkwinlog.read(top / rec["dir"] / "log.bin")
+    assert "window" not in log.header and "window.exact" not in log.header
+    names = doc["settings"]["windows"]["unpatched"]
+    assert len(names) == 2 and [n for n, _, _ in log.watched()] == names
+    assert "windows stackscan found in their own kernel" in (top / "report.md").read_text()
 
 
 def test_report_leads_with_the_decision(demo):

@@ -29,14 +29,15 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
 
 
-def scan(kdir, out):
-    """stackscan's windows of the kernel in kdir, written to out/lab.windows."""
-    wfile = out / "lab.windows"
+def scan(kdir, out, name="lab.windows"):
+    """stackscan's windows of the kernel in kdir, written to out/name (its
+    report beside it, name.stackscan.txt)."""
+    wfile = out / name
     proc = subprocess.run([str(stackscan.build()), "--allow",
                            str(REPO / "analysis/stackscan/allow-lab.txt"),
                            "--windows-out", str(wfile), str(kdir / "vmlinux")],
                           capture_output=True, text=True)
-    (out / "stackscan.txt").write_text(proc.stdout)
+    (out / f"{name}.stackscan.txt").write_text(proc.stdout)
     if proc.returncode == 2 or not wfile.is_file():
         die(f"stackscan failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
     return wfile
