@@ -44,6 +44,12 @@ RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
          "blocks": ("block",)}
 # Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
 WINDOW_KEYS = ["window", "window.exact"]
+def hook_attached(header, hook):
+    """Whether the plan attached hook (its mode.HOOK is neither off nor
+    absent, nor missing from the header)."""
+    return header.get(f"mode.{hook}", "absent") not in ("off", "absent")
+
+
 # A trailer's count.NAME or lost.NAME whose hooks the run left out
 # (loader/names.h): not a zero, nothing was there to count.
 NOT_ATTACHED = "not-attached"

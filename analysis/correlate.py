@@ -124,7 +124,7 @@ def _containing_call(calls, recs):
 def verdicts(log):
     """(records, source) of the checksum failures in the log, by ts: verify
     mismatches of every kind, or iget's when the verify probe is absent."""
-    if log.header.get("mode.verify", "absent") not in ("absent", "off"):
+    if chkwinlog.hook_attached(log.header, "verify"):
         kind, bad = "verify", lambda r: (log.field("verify", "flags", r) & F_MISMATCH) != 0
     else:
         kind, bad = "iget", lambda r: log.field("iget", "err", r) == EFSBADCRC

@@ -23,7 +23,7 @@ def summarize(log, path, corr=None):
     flight = h.get("record") == "failures" and log.trailer is not None
     irq_classes = {}
     for kind in ("irq", "sample"):
-        if h.get(f"mode.{kind}") in ("off", "absent"):
+        if not chkwinlog.hook_attached(h, kind):
             irq_classes[kind] = chkwinlog.NOT_ATTACHED
             continue
         cls = log.of(kind)["class"]

@@ -23,8 +23,7 @@ import numpy as np
 from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDLED,
                                F_IN_CHKSUM, F_METADATA, F_MISMATCH, F_WINDOW_HIT,
                                FILE_HEAD, FILE_HEAD_V1, LEGACY, MAGIC, NOT_ATTACHED, PROBES,
-                               REC_SIZE,
-                               TYPE_IDS, TYPES, VERSION)
+                               REC_SIZE, TYPE_IDS, TYPES, VERSION, hook_attached)
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
@@ -114,7 +113,7 @@ def trailer_for(head, records, ended_ns):
     modes leave out (the sampler, absent verify tracepoints, snapshots
     outside the flight recorder) is not-attached, as the loader says."""
     def off(hook):
-        return head.get(f"mode.{hook}") in ("off", "absent")
+        return not hook_attached(head, hook)
 
     left_out = {"sample": off("sample"), "verify": off("verify") and off("verify_meta"),
                 "snapshot": head.get("record") != "failures"}

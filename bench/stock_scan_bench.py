@@ -26,21 +26,15 @@ import tempfile
 import time
 
 from analysis import windows
+from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
 from guest.host.cachedir import cache_root
+from guest.host.run import helper_output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
 PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
 GOAL_S = 60
-
-
-def output_of(cmd, what):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        sys.exit(f"stock_scan_bench: error: {what} failed: {last[0]}")
-    return proc.stdout.strip().splitlines()[-1]
 
 
 def scan(stackscan, *args):
@@ -105,10 +99,8 @@ def watch(spec, sysmap, found, tmp):
 
 
 def one_kernel(stackscan, spec, tmp):
-    kdir = pathlib.Path(output_of([PY, str(REPO / "guest/stockkernel.py"), "--package", spec,
-                                   "--print-dir"], f"guest/stockkernel.py --package {spec}"))
-    sysmap = output_of([PY, str(REPO / "guest/stockkernel.py"), "--package", spec,
-                        "--print-system-map"], f"the kallsyms boot of {spec}")
+    kdir = pathlib.Path(helper_output("stockkernel.py", "--package", spec, "--print-dir"))
+    sysmap = helper_output("stockkernel.py", "--package", spec, "--print-system-map")
     package = kdir.name.rsplit("-", 1)[0]
     deb, = (cache_root() / "debs").glob(f"{package}_*_arm64.deb")
     kos = modules_of(deb, tmp / spec)
@@ -136,8 +128,7 @@ def main():
     ap.add_argument("--packages", default=",".join(PACKAGES),
                     help=f"comma-separated series (default {','.join(PACKAGES)})")
     args = ap.parse_args()
-    stackscan = output_of([PY, str(REPO / "analysis/stackscan/build.py"), "--print-path"],
-                          "building stackscan")
+    stackscan = str(stackscan_builder.build())
     rows = []
     with tempfile.TemporaryDirectory(prefix="stock-scan-") as tmp:
         for spec in args.packages.split(","):

@@ -23,6 +23,7 @@ import tempfile
 
 from analysis import windows
 from bench.section import print_section
+from guest.host.run import helper_output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
@@ -31,14 +32,6 @@ SIZES = (1, 100, 4000)
 
 def fail(what):
     sys.exit(f"windows_bench: error: {what}")
-
-
-def kernel_dir():
-    proc = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour", "unpatched",
-                           "--print-dir"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        fail("guest/kbuild.py --flavour unpatched failed")
-    return pathlib.Path(proc.stdout.split()[-1])
 
 
 def spread_windows(sysmap, n):
@@ -100,7 +93,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--shift", type=int, default=4)
     args = ap.parse_args()
-    kdir = kernel_dir()
+    kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
     rows, entry = [], {}
     with tempfile.TemporaryDirectory(prefix="windows-bench-") as tmp:
         tmp = pathlib.Path(tmp)

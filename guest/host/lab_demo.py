@@ -544,12 +544,8 @@ class Experiment:
 def kernel_loop_instructions(flavour):
     """Instructions of one pass of the window loop of the flavour's lab
     kernel (built if it is not cached), counted from its System.map."""
-    kernel = subprocess.run([PY, str(REPO / "guest/kbuild.py"), "--flavour",
-                             flavour, "--print-dir"], capture_output=True, text=True)
-    if kernel.returncode != 0:
-        lines = kernel.stderr.strip().splitlines()
-        die(f"guest/kbuild.py failed: {lines[-1] if lines else kernel.returncode}")
-    loop = model.loop_instructions(pathlib.Path(kernel.stdout.split()[-1]) / "System.map")
+    kernel = helper_output("kbuild.py", "--flavour", flavour, "--print-dir")
+    loop = model.loop_instructions(pathlib.Path(kernel) / "System.map")
     if loop is None:
         die("the kernel's System.map has no ext4_chksum_gcc49_window labels "
             "(not a chkwin kernel with the window patch?)")
