@@ -42,7 +42,8 @@ PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample", "snap
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
 RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
          "blocks": ("block",)}
-# Header keys of the emulated windows, in bpf/chkwin.h's enum chkwin_window order.
+# Header keys of the gcc49 windows in logs written while the loader knew
+# them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
 def hook_attached(header, hook):
     """Whether the plan attached hook (its mode.HOOK is neither off nor
@@ -440,8 +441,8 @@ class Log:
 
     def windows(self):
         """[(start, end)] of the windows arrivals are classed by, both
-        inclusive: the emulated ones the kernel has (the gcc49 window and
-        the exact listing's instruction), or those of --windows."""
+        inclusive: those of --windows (watch.N), or in an older log the
+        gcc49 windows the loader knew by name."""
         found = []
         for key in WINDOW_KEYS:
             value = self.header.get(key)
@@ -451,11 +452,9 @@ class Log:
         return found + [(first, last) for _, first, last in self.watched()]
 
     def window_known(self):
-        """Whether window figures mean anything: the kernel has the window
-        symbols, or at least the emulation (chksum_window is not absent).
-        A stock kernel has neither, and its window counts are unknown, not 0."""
-        return (bool(self.windows())
-                or self.header.get("chksum_window", "absent") != "absent")
+        """Whether window figures mean anything: the run watched a window.
+        Without one, window counts are unknown, not 0."""
+        return bool(self.windows())
 
     def callers(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()

@@ -28,6 +28,7 @@ from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDL
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
 WINDOW = (0xffffffc0082ab214, 0xffffffc0082ab218)
+WINDOW_NAME = "ext4_chksum_gcc49+0x60"      # as stackscan names the gcc49 window
 DEV = 254 << 20
 CALLER_BITMAP, CALLER_INODE, CALLER_SEED, CALLER_DIR = 2, 3, 4, 6
 DIR_INO, DIR_BLOCK = 2, 1234
@@ -62,7 +63,7 @@ def header(cpus=2, flavour="unpatched", window="gcc49", verify="tp_btf",
     for n, (name, start, end) in enumerate((FUNC0, FUNC1)):
         h[f"func.{n}"] = f"{name} {start:#x} {end:#x}"
     if window == "gcc49":
-        h["window"] = f"{WINDOW[0]:#x} {WINDOW[1]:#x}"
+        h["watch.0"] = f"{WINDOW_NAME} {WINDOW[0]:#x} {WINDOW[1]:#x}"
     for n, name in enumerate(CALLERS):
         h[f"caller.{n}"] = f"EXT4_CHKSUM_{name}"
     h["irq.11"] = "arch_timer"
@@ -131,6 +132,9 @@ def trailer_for(head, records, ended_ns):
         for n, name in enumerate(CLASSES):
             t[f"count.{kind}.{name}"] = NOT_ATTACHED if left_out.get(kind) \
                 else int(np.count_nonzero(rows["class"] == n))
+        # One watched window at most: its arrivals are those of class window.
+        if "watch.0" in head and not left_out.get(kind):
+            t[f"count.watch.{kind}.{WINDOW_NAME}"] = t[f"count.{kind}.window"]
     return t
 
 

@@ -38,8 +38,6 @@ const volatile __u32 nr_cpus;		/* history rings: 2 per CPU, then blocks */
 const volatile __u64 wakeup_bytes;	/* 0: the kernel wakes user space per record */
 const volatile __u64 func_start[CHKWIN_FUNCS];
 const volatile __u64 func_end[CHKWIN_FUNCS];
-const volatile __u64 window_start[CHKWIN_WINDOWS];	/* both inclusive */
-const volatile __u64 window_end[CHKWIN_WINDOWS];
 const volatile __u32 nr_watched;		/* --windows: entries of watched */
 const volatile __u64 el1_irq_start;	/* stack fallback: exception vectors */
 const volatile __u64 el1_irq_end;
@@ -448,9 +446,6 @@ static __always_inline struct place classify(__u64 pc, __u8 el)
 			p.class = CHKWIN_CLASS_CHKSUM;
 		}
 	}
-	for (f = 0; f < CHKWIN_WINDOWS; f++)
-		if (window_start[f] && pc >= window_start[f] && pc <= window_end[f])
-			p.class = CHKWIN_CLASS_WINDOW;
 	if (nr_watched) {
 		p.watch = watched_window(pc);
 		if (p.watch != CHKWIN_WATCH_NONE)

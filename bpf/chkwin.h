@@ -26,17 +26,6 @@ enum chkwin_func {
 };
 
 /*
- * The emulated windows, each a pc range [start, end]: the gcc49 window of
- * the debug patch (a loop of ext4.chksum_window_width blocks) and the
- * exact listing's one instruction (ext4.chksum_window=gcc49-exact).
- */
-enum chkwin_window {
-	CHKWIN_WINDOW_GCC49,
-	CHKWIN_WINDOW_EXACT,
-	CHKWIN_WINDOWS,
-};
-
-/*
  * Windows watched by name (chkwin --windows, docs/windows.md): at most
  * CHKWIN_MAX_WATCHED, sorted by first instruction and disjoint, so that an
  * arrival finds its window in CHKWIN_WATCH_STEPS halvings.
@@ -162,7 +151,7 @@ enum chkwin_rec_type {
 
 /* Where an interrupt found the CPU; decided in the kernel. */
 enum chkwin_class {
-	CHKWIN_CLASS_WINDOW,	/* inside the emulated stack-release window */
+	CHKWIN_CLASS_WINDOW,	/* inside a watched window (--windows) */
 	CHKWIN_CLASS_CHKSUM,	/* elsewhere in a checksum function */
 	CHKWIN_CLASS_KERNEL,	/* elsewhere in the kernel */
 	CHKWIN_CLASS_USER,	/* EL0 */

@@ -76,7 +76,7 @@ static const struct argp_option options[] = {
 	{ "prog-stats", OPT_PROG_STATS, NULL, 0, "Count each program's runs and run time (kernel BPF stats) for the closing record", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
-	{ "windows", OPT_WINDOWS, "FILE", 0, "Watch the windows FILE names (docs/windows.md, stackscan --windows-out) instead of the lab's built-in ones; counts arrivals per window", 0 },
+	{ "windows", OPT_WINDOWS, "FILE", 0, "Watch the windows FILE names (docs/windows.md, stackscan --windows-out): arrivals in one are class window, counted per window", 0 },
 	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
 	{ "no-chksum", OPT_NO_BASE + HOOK_CHKSUM, NULL, 0, "No checksum call records", 1 },
 	{ "no-verify", OPT_NO_BASE + HOOK_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },

@@ -79,7 +79,6 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 {
 	struct text t = { 0 };
 	char *line, *next, *eq;
-	int i;
 
 	chkwin_plan_text(&t, p);
 	for (line = t.buf; line && *line; line = next) {
@@ -94,10 +93,8 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 			strncmp(line, "mode.", 5) ? line : line + 5, eq + 1);
 	}
 	text_free(&t);
-	for (i = 0; i < CHKWIN_WINDOWS; i++)
-		if (!p->window[i].start)
-			fprintf(out, "chkwin: %-8s absent (no emulation in this kernel)\n",
-				chkwin_window_keys[i]);
+	if (!p->watched.n)
+		fprintf(out, "chkwin: windows  none watched (--windows FILE names them)\n");
 	if (o->sample_hz)
 		fprintf(out, "chkwin: sampler  cpu-clock at %ld Hz per CPU\n", o->sample_hz);
 	fprintf(out, "chkwin: record   %s", chkwin_record_names[o->record]);
@@ -164,10 +161,6 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	for (i = 0; i < CHKWIN_FUNCS; i++) {
 		s->rodata->func_start[i] = p->func[i].start;
 		s->rodata->func_end[i] = p->func[i].end;
-	}
-	for (i = 0; i < CHKWIN_WINDOWS; i++) {
-		s->rodata->window_start[i] = p->window[i].start;
-		s->rodata->window_end[i] = p->window[i].end;
 	}
 	s->rodata->el1_irq_start = p->el1_irq_start;
 	s->rodata->el1_irq_end = p->el1_irq_end;

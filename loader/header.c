@@ -72,11 +72,6 @@ void chkwin_plan_text(struct text *t, const struct chkwin_plan *p)
 			text_add(t, "func.%d=%s 0x%llx 0x%llx\n", i, p->func[i].name,
 				 (unsigned long long)p->func[i].start,
 				 (unsigned long long)p->func[i].end);
-	for (i = 0; i < CHKWIN_WINDOWS; i++)
-		if (p->window[i].start)
-			text_add(t, "%s=0x%llx 0x%llx\n", chkwin_window_keys[i],
-				 (unsigned long long)p->window[i].start,
-				 (unsigned long long)p->window[i].end);
 	for (i = 0; i < p->watched.n; i++)
 		text_add(t, "watch.%d=%s 0x%llx 0x%llx\n", i, p->watched.w[i].name,
 			 (unsigned long long)p->watched.w[i].first_addr,

@@ -46,7 +46,7 @@ struct chkwin_opts {
 	double duration;	/* seconds, 0: until a signal or count */
 	const char *output;	/* binary log, or NULL */
 	const char *read_path;	/* --read: decode this log and exit */
-	const char *windows;	/* --windows FILE, or NULL: the built-in windows */
+	const char *windows;	/* --windows FILE, or NULL: no window watched */
 	enum chkwin_format format;
 	int cpu;		/* -1: all */
 	long sample_hz;		/* 0: no sampler */

@@ -152,26 +152,13 @@ static int failed(struct chkwin_plan *plan, const char *fmt, const char *arg)
 	return -1;
 }
 
-const char *const chkwin_window_keys[CHKWIN_WINDOWS] = {
-	[CHKWIN_WINDOW_GCC49] = "window",
-	[CHKWIN_WINDOW_EXACT] = "window.exact",
-};
-
-/* The kallsyms labels of each window's first and last instruction. */
-static const char *const window_syms[CHKWIN_WINDOWS][2] = {
-	[CHKWIN_WINDOW_GCC49] = { "ext4_chksum_gcc49_window_start",
-				  "ext4_chksum_gcc49_window_end" },
-	[CHKWIN_WINDOW_EXACT] = { "ext4_chksum_gcc49_exact_window",
-				  "ext4_chksum_gcc49_exact_window" },
-};
-
 static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		       const struct ksyms *ks, struct chkwin_plan *p)
 {
 	bool tp = has_tp(kb, "ext4_chksum_begin") && has_tp(kb, "ext4_chksum_end");
 	const struct ksym *update = NULL;
 	const char *func = "ext4_chksum";
-	int i, n = 0;
+	int n = 0;
 
 	p->kernel_kind = tp ? "lab" : "stock";
 	p->record = o->record;
@@ -212,12 +199,6 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		p->func[0].name = func;
 	if (!ksyms_range(ks, "ext4_chksum_gcc49", &p->func[1].start, &p->func[1].end))
 		p->func[1].name = "ext4_chksum_gcc49";
-	for (i = 0; i < CHKWIN_WINDOWS && !o->windows; i++) {
-		p->window[i].start = ksyms_addr(ks, window_syms[i][0]);
-		p->window[i].end = ksyms_addr(ks, window_syms[i][1]);
-		if (!p->window[i].start || !p->window[i].end)
-			p->window[i].start = p->window[i].end = 0;
-	}
 	return 0;
 }
 

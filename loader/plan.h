@@ -32,10 +32,7 @@ struct chkwin_plan {
 		const char *name;
 		uint64_t start, end;
 	} func[CHKWIN_FUNCS];
-	struct {
-		uint64_t start, end;	/* both inclusive; 0 when absent */
-	} window[CHKWIN_WINDOWS];
-	/* --windows: placed and sorted by first address; then window[] is empty. */
+	/* --windows: placed and sorted by first address. */
 	struct chkwin_windows watched;
 	uint64_t el1_irq_start, el1_irq_end, el0_irq_start, el0_irq_end;
 	const char *callers[CHKWIN_MAX_CALLERS];
@@ -53,9 +50,6 @@ struct chkwin_plan {
 	enum chkwin_record_mode record;
 	char error[200];	/* why the plan cannot be carried out */
 };
-
-/* Log header key of each window (docs/log-format.md). */
-extern const char *const chkwin_window_keys[CHKWIN_WINDOWS];
 
 /*
  * Decide every probe from kallsyms, kernel BTF (vmlinux and the ext4 module)

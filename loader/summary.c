@@ -96,11 +96,10 @@ void chkwin_summary_line(struct chkwin_summary *s, const struct chkwin_counts *n
 static bool in_window(const struct chkwin_plan *p, int func, int slot)
 {
 	uint64_t pc = p->func[func].start + (uint64_t)slot * 4;
-
 	int i;
 
-	for (i = 0; i < CHKWIN_WINDOWS; i++)
-		if (p->window[i].start && pc >= p->window[i].start && pc <= p->window[i].end)
+	for (i = 0; i < p->watched.n; i++)
+		if (pc >= p->watched.w[i].first_addr && pc <= p->watched.w[i].last_addr)
 			return true;
 	return false;
 }

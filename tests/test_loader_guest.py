@@ -198,7 +198,11 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     log = Log(reader, run.out / "log.bin")
     assert log.status["status"] == "complete"
     assert log.header["chksum_window"] == "gcc49-exact"
-    assert "window.exact" in log.header and "window" in log.header
+    # The lab's windows file (stackscan's findings): both emulated windows.
+    watched = {log.header[f"watch.{n}"].split()[0] for n in (0, 1)}
+    assert watched == {"ext4_chksum_gcc49+0x60", "ext4_chksum_gcc49+0x74"}
+    assert "watch.2" not in log.header and "window" not in log.header
+    assert log.trailer["count.watch.irq.ext4_chksum_gcc49+0x74"] == "0"
     assert int(log.trailer["count.chksum"]) > 100_000
     assert log.trailer["count.irq.window"] == "0"
     assert log.trailer["count.sample.window"] == "0"
@@ -232,6 +236,19 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
         assert re.search(rf"^chkwin: {probe} +\S", run.console, re.M), probe
     assert "kprobe:chksum_update" in run.console     # the fallback plan
     assert run.fields("dry-run-log") == ["absent"]
+    # The lab passed its kernel's windows, and both plans watch them.
+    assert len(re.findall(r"^chkwin: watch\.0 +ext4_chksum_gcc49\+0x60 0x", run.console,
+                          re.M)) == 2
+    assert "windows  none" not in run.console
+
+
+def test_without_the_lab_windows_no_window_is_watched(tmp_path):
+    run = boot(tmp_path, "unpatched", "loader-plan", "--no-lab-windows")
+    assert run.proc.returncode == 0, run.console[-2000:]
+    assert run.status["lab_windows"] is False
+    assert not (run.out / "lab.windows").exists()
+    assert "chkwin: watch." not in run.console
+    assert run.console.count("chkwin: windows  none watched") == 2
 
 
 def test_cut_and_damaged_logs(gcc49_run, reader, tmp_path):

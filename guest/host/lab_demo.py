@@ -76,7 +76,7 @@ from analysis import model
 from analysis import planning
 from analysis import windows
 from guest.host.progress import heartbeat
-from guest.host import lab_windows
+from guest.host import kernelwindows
 from guest.host.resultsdir import new_run_dir
 from guest.host.run import helper_output
 
@@ -279,7 +279,7 @@ class Experiment:
 
     def __init__(self, top, args):
         self.top, self.args = top, args
-        self.windows = {}       # flavour: the windows file its recorded boots watch
+        self.windows = {}       # flavour: a copy of the windows file its boots watch
         self.conds = plan(args)
         self.boots = []
         self.started = time.monotonic()
@@ -472,8 +472,6 @@ class Experiment:
             opts = [f"-R,{self.args.record}"]
             if self.args.sample_hz and not c["singlestep"]:
                 opts.append(f"-F,{self.args.sample_hz}")
-            if c["flavour"] in self.windows:
-                opts.append(f"--windows,/tmp/host/{self.windows[c['flavour']].name}")
             words.append("chkwin.loader=" + ",".join(opts))
         if c["kind"] == "rate":
             words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
@@ -494,8 +492,6 @@ class Experiment:
                "--append", self.append(c), "--out", str(out)]
         if c["singlestep"]:
             cmd.append("--singlestep")
-        if c["kind"] == "recorded" and c["flavour"] in self.windows:
-            cmd += ["--guest-file", str(self.windows[c["flavour"]])]
         if c["clock"] == "icount":
             cmd += ["--clock", "icount", "--shift", str(self.args.shift),
                     "--phase-seed", str(self.phase_seed(c, n))]
@@ -556,11 +552,11 @@ def run(args):
     top = new_run_dir(args.results)
     exp = Experiment(top, args)
     exp.loop_insns = kernel_loop_instructions(args.flavours[0])
-    # Recorded boots watch what stackscan finds in their own kernel, by
-    # name (chkwin --windows): the lab needs no built-in window names.
+    # Every boot's chkwin watches what stackscan finds in its own kernel
+    # (guest/run.py passes it); the report names those windows.
     for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] == "recorded"}):
         kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", flavour, "--print-dir"))
-        exp.windows[flavour] = lab_windows.scan(kdir, top, f"{flavour}.windows")
+        exp.windows[flavour] = kernelwindows.copy_to(kdir / "vmlinux", top, f"{flavour}.windows")
     exp.save()
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",

@@ -2,11 +2,12 @@
 
 stackscan scans the unpatched lab kernel's vmlinux and writes the windows
 it finds (docs/windows.md); one boot on instruction time runs the gcc49
-emulation under chkwin --windows with that file, so no window is known
-to chkwin by a built-in name; the analysis then attributes every checksum
-failure the kernel printed to an interrupt arrival in a window stackscan
-found.  Everything goes to results/windows-<timestamp>/: the windows
-file, the boot (log.bin, console.log, status.json) and windows.json.
+emulation under chkwin --windows with that file (as every boot of a lab
+kernel does: guest/host/kernelwindows.py), and chkwin knows no window by
+a built-in name; the analysis then attributes every checksum failure the
+kernel printed to an interrupt arrival in a window stackscan found.
+Everything goes to results/windows-<timestamp>/: the windows file, the
+boot (log.bin, console.log, status.json) and windows.json.
 Exit 0 when every failure is attributed, 1 otherwise.
 """
 
@@ -20,27 +21,13 @@ from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
-from analysis.stackscan import builder as stackscan
+from guest.host import kernelwindows
 from guest.host.cachedir import die
 from guest.host.resultsdir import new_run_dir
 from guest.host.run import helper_output
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
-
-
-def scan(kdir, out, name="lab.windows"):
-    """stackscan's windows of the kernel in kdir, written to out/name (its
-    report beside it, name.stackscan.txt)."""
-    wfile = out / name
-    proc = subprocess.run([str(stackscan.build()), "--allow",
-                           str(REPO / "analysis/stackscan/allow-lab.txt"),
-                           "--windows-out", str(wfile), str(kdir / "vmlinux")],
-                          capture_output=True, text=True)
-    (out / f"{name}.stackscan.txt").write_text(proc.stdout)
-    if proc.returncode == 2 or not wfile.is_file():
-        die(f"stackscan failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
-    return wfile
 
 
 def main():
@@ -56,7 +43,7 @@ def main():
         ap.error("--seconds must be at least 1")
     kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
     out = new_run_dir(args.results, "windows-")
-    wfile = scan(kdir, out)
+    wfile = kernelwindows.copy_to(kdir / "vmlinux", out)
     found = windows.read(wfile)
     print(f"windows: stackscan found {len(found)} in {kdir / 'vmlinux'}: "
           + ", ".join(w.name for w in found), flush=True)
@@ -64,9 +51,9 @@ def main():
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "unpatched",
                            "--scenario", "record", "--clock", "icount",
                            "--phase-seed", str(args.phase_seed), "--duration", str(args.seconds),
-                           "--guest-file", str(wfile), "--out", str(boot), "--append",
+                           "--out", str(boot), "--append",
                            "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
-                           f"chkwin.loader=-q,--windows,/tmp/host/{wfile.name}"],
+                           "chkwin.loader=-q"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"the boot failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
@@ -75,7 +62,8 @@ def main():
     corr = correlate.Correlation(log, fsgeom.find(boot / "log.bin"))
     printed = status["checksum_failures_total"]
     per_window = {name: log.counter(f"watch.irq.{name}") for name, _, _ in log.watched()}
-    result = {"windows": [w.name for w in found], "built_in_windows": "window" in log.header,
+    watched = [name for name, _, _ in log.watched()]
+    result = {"windows": [w.name for w in found], "watched": watched,
               "failures_printed": printed, "failures_logged": len(corr.failures),
               "attributed": corr.attributed(), "arrivals_per_window": per_window,
               "checksum_calls": log.counter("chksum")}
@@ -85,7 +73,7 @@ def main():
           "arrivals per window: " + ", ".join(f"{k} {v}" for k, v in per_window.items()))
     print(f"windows: {out}")
     ok = printed > 0 and corr.attributed() == len(corr.failures) == printed \
-        and not result["built_in_windows"]
+        and sorted(watched) == sorted(result["windows"])
     if not ok:
         print("windows: error: not every failure is attributed to a window stackscan found",
               file=sys.stderr)

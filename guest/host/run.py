@@ -23,6 +23,10 @@ are independent draws.  Block-I/O completions arrive by the host's clock,
 and the idle time spent waiting for them is guest time, so a boot bounded
 by --duration can end a pass early or late; with --passes the same seed
 makes the same calls.
+
+A lab kernel boots with its windows file (guest/host/kernelwindows.py):
+lab.windows in --out and in the guest's /tmp/host, which chkwin in the
+scenarios watches unless told otherwise (--no-lab-windows leaves it out).
 """
 
 import argparse
@@ -38,6 +42,7 @@ import time
 
 from guest.host.cachedir import die
 from guest.host import interrupts
+from guest.host import kernelwindows
 from guest.host import kmsg
 
 GUEST = pathlib.Path(__file__).resolve().parents[1]
@@ -275,6 +280,10 @@ def parse_args():
     ap.add_argument("--guest-file", type=pathlib.Path, action="append", default=[],
                     metavar="PATH", help="make PATH /tmp/host/<its name> in the guest "
                     "(a windows file for chkwin --windows, say); repeatable")
+    ap.add_argument("--no-lab-windows", action="store_true",
+                    help="a lab kernel boots without its windows file "
+                         "(lab.windows: what stackscan finds in its vmlinux, "
+                         "which chkwin in the guest watches); chkwin watches none")
     ap.add_argument("--timeout", type=positive,
                     help="wall seconds before the guest counts as hung "
                          "(default: 4 x duration + 120, x10 with --singlestep)")
@@ -340,8 +349,12 @@ def main():
             die(f"{what} {path} does not exist")
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console(args.out / "console.log", args.verbose)
-    cmd = qemu_command(args, kernel, boot, disk, args.out,
-                       guest_files(args.guest_file, args.out))
+    vmlinux = pathlib.Path(kernel).parent / "vmlinux"
+    lab_windows = args.flavour != "stock" and not args.no_lab_windows and vmlinux.is_file()
+    passed = list(args.guest_file)
+    if lab_windows:
+        passed.append(kernelwindows.copy_to(vmlinux, args.out))
+    cmd = qemu_command(args, kernel, boot, disk, args.out, guest_files(passed, args.out))
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
     # TCG is slow, and -singlestep (a block per instruction) slower again,
     # booting included;
@@ -378,6 +391,7 @@ def main():
               "stock_package": args.stock_package,
               "root": args.root, "scenario": args.scenario,
               "duration": args.duration, "append": args.append,
+              "lab_windows": lab_windows,
               "singlestep": args.singlestep, "smp": args.smp,
               "clock": clock_settings(args), "phase_seed": args.phase_seed,
               "passes": args.passes,

@@ -50,6 +50,19 @@ await_line() {
 	fail "$5"
 }
 
+# lab_windows ARGS...: prints "--windows FILE" for the lab kernel's
+# windows file (guest/run.py passes it as /tmp/host/lab.windows), unless
+# there is none or ARGS name their own.
+lab_windows() {
+	for arg in "$@"; do
+		case "$arg" in
+		--windows | --windows=*) return 0 ;;
+		esac
+	done
+	[ -f /tmp/host/lab.windows ] && echo "--windows /tmp/host/lab.windows"
+	return 0
+}
+
 # start_chkwin OUTFILE ERRFILE ARGS...: starts chkwin in the background
 # (its pid in chkwin_pid, stdout to OUTFILE, stderr to ERRFILE) and returns
 # once every probe is attached.  Not for a redirected call: its own error
@@ -58,7 +71,7 @@ start_chkwin() {
 	out=$1
 	err=$2
 	shift 2
-	chkwin "$@" > "$out" 2> "$err" &
+	chkwin $(lab_windows "$@") "$@" > "$out" 2> "$err" &
 	chkwin_pid=$!
 	await_line '^chkwin: recording' "$err" $chkwin_pid 600 "chkwin did not start recording"
 }
