@@ -45,15 +45,17 @@ RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
+# A trailer's count.NAME or lost.NAME whose hooks the run left out
+# (loader/names.h): not a zero, nothing was there to count.  A mode.HOOK
+# starting with it: the record mode needs nothing from the hook.
+NOT_ATTACHED = "not-attached"
+
+
 def hook_attached(header, hook):
     """Whether the plan attached hook (its mode.HOOK is neither off nor
-    absent, nor missing from the header)."""
-    return header.get(f"mode.{hook}", "absent") not in ("off", "absent")
-
-
-# A trailer's count.NAME or lost.NAME whose hooks the run left out
-# (loader/names.h): not a zero, nothing was there to count.
-NOT_ATTACHED = "not-attached"
+    absent nor not-attached, nor missing from the header)."""
+    mode = header.get(f"mode.{hook}", "absent")
+    return mode not in ("off", "absent") and not mode.startswith(NOT_ATTACHED)
 
 F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
 CALLER_UNKNOWN = 0xFFFF

@@ -116,8 +116,9 @@ def trailer_for(head, records, ended_ns):
     def off(hook):
         return not hook_attached(head, hook)
 
+    failures = head.get("record") == "failures"
     left_out = {"sample": off("sample"), "verify": off("verify") and off("verify_meta"),
-                "snapshot": head.get("record") != "failures"}
+                "softirq": off("softirq"), "snapshot": not failures}
     types = records[:, 0]
     t = {"ended_ns": ended_ns, "ending": "signal"}
     for num, name in TYPES.items():

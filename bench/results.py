@@ -35,6 +35,7 @@ BENCHES = {
                  "--modes", "chkwin,fallback", "--rates", "", "--seconds", "10"],
     "stackscan": ["bench.stackscan_bench"],
     "windows": ["bench.windows_bench"],
+    "event-cost": ["bench.event_cost"],
     "stock-scan": ["bench.stock_scan_bench"],
     "peers": ["bench.peers"],
     "dose": ["bench.dose_bench"],

@@ -2,8 +2,8 @@
 """What classifying an interrupt against N watched windows costs.
 
 One boot per N on instruction time (the unpatched lab kernel, inode-loop,
-`-R counts`, `--prog-stats`): the built-in two windows (no --windows),
-then windows files of 1, 100 and 4,000 windows, each the first
+`-R counts`, `--prog-stats`): no window watched (run.py
+--no-lab-windows), then windows files of 1, 100 and 4,000 windows, each the first
 instruction of a distinct kernel function spread over the whole text.
 The kernel's BPF statistics give each program's runs and run time in
 guest nanoseconds, which on the icount clock are instructions times
@@ -51,15 +51,14 @@ def spread_windows(sysmap, n):
 
 
 def boot(out, wfile, args):
-    """The closing record of one boot, watching wfile (None: built-in)."""
+    """The closing record of one boot, watching wfile (None: no window)."""
     loader = "-q,-R,counts,--prog-stats" + (f",--windows,/tmp/host/{wfile.name}" if wfile
                                              else "")
     cmd = [PY, str(REPO / "guest/run.py"), "--flavour", "unpatched", "--scenario", "record",
            "--clock", "icount", "--shift", str(args.shift), "--phase-seed", "1",
            "--duration", str(args.seconds), "--out", str(out), "--append",
            f"ext4.chksum_window=gcc49 chkwin.workload=inode-loop chkwin.loader={loader}"]
-    if wfile:
-        cmd[2:2] = ["--guest-file", str(wfile)]
+    cmd[2:2] = ["--guest-file", str(wfile)] if wfile else ["--no-lab-windows"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         fail(f"boot {out.name}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
@@ -103,7 +102,7 @@ def main():
                 wfile = tmp / f"spread{n}.windows"
                 wfile.write_text(spread_windows(kdir / "System.map", n))
             result = boot(tmp / f"boot{n or 0}", wfile, args)
-            what = "built-in (2, no --windows)" if n is None else \
+            what = "no window watched" if n is None else \
                 f"{n:,} window{'s' if n > 1 else ''} (search: {steps(n)} " \
                 f"lookup{'s' if steps(n) > 1 else ''} at most)"
             prog = next((p for p in ("irq_entry_regs", "irq_entry_stack")

@@ -201,38 +201,30 @@ static __always_inline void count(__u32 idx)
 	count_n(idx, 1);
 }
 
-/* A record is built on the stack, then sent or kept by emit(). */
-static __always_inline void rec_init(struct chkwin_rec *r, __u8 type)
-{
-	__builtin_memset(r, 0, sizeof(*r));
-	r->h.type = type;
-	r->h.cpu = bpf_get_smp_processor_id();
-	r->h.tid = (__u32)bpf_get_current_pid_tgid();
-	r->h.ts = bpf_ktime_get_ns();
-}
-
 /*
  * Waking user space per record costs an irq_work interrupt each; with a
  * threshold, it is woken once, by the record that takes the waiting data
  * past it (it also polls).  Waking on every record above the threshold
  * feeds itself: each wake-up is an interrupt the irq probes record, whose
- * record wakes again, as long as the reader is behind.
+ * record wakes again, as long as the reader is behind.  pending: bytes of
+ * this record the ring does not count yet (a reserved one it does).
  */
-static __always_inline __u64 wakeup_flag(void)
+#define REC_ROOM	(BPF_RINGBUF_HDR_SZ + sizeof(struct chkwin_rec))
+static __always_inline __u64 wakeup_flag(__u64 pending)
 {
 	__u64 avail;
 
 	if (!wakeup_bytes)
 		return 0;
-	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	return avail < wakeup_bytes &&
-	       avail + BPF_RINGBUF_HDR_SZ + sizeof(struct chkwin_rec) >= wakeup_bytes ?
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + pending;
+	return avail >= wakeup_bytes && avail - REC_ROOM < wakeup_bytes ?
 	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* A copy into the ring: snapshots send what the history rings hold. */
 static __always_inline void send(const struct chkwin_rec *r, enum chkwin_probe probe)
 {
-	if (bpf_ringbuf_output(&events, (void *)r, sizeof(*r), wakeup_flag()))
+	if (bpf_ringbuf_output(&events, (void *)r, sizeof(*r), wakeup_flag(REC_ROOM)))
 		count(CHKWIN_CNT_LOST + probe);
 }
 
@@ -244,38 +236,68 @@ static __always_inline __u32 ring_of(enum chkwin_ring ring)
 }
 
 /*
- * Push into a history ring; the slot is claimed first, so a nested program
- * on this CPU takes the next one.  While a snapshot sends the ring, pushes
- * are dropped (and counted): they come after the failure, and would
- * overwrite what the snapshot is sending.
+ * The next slot of a history ring; it is claimed first, so a nested
+ * program on this CPU takes the one after.  While a snapshot sends the
+ * ring, pushes are dropped (and counted): they come after the failure,
+ * and would overwrite what the snapshot is sending.
  */
-static __always_inline void keep(const struct chkwin_rec *r, enum chkwin_ring ring)
+static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring)
 {
 	__u32 id = ring_of(ring), key;
 	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &id);
-	struct chkwin_rec *slot;
 	__u64 n;
 
 	if (!h || !history_len)
-		return;
+		return NULL;
 	if (*(volatile __u64 *)&h->frozen) {
 		count(CHKWIN_CNT_FROZEN);
-		return;
+		return NULL;
 	}
 	n = __sync_fetch_and_add(&h->head, 1);
 	key = id * history_len + n % history_len;
-	slot = bpf_map_lookup_elem(&history, &key);
-	if (slot)
-		__builtin_memcpy(slot, r, sizeof(*r));
+	return bpf_map_lookup_elem(&history, &key);
 }
 
-static __always_inline void emit(const struct chkwin_rec *r, enum chkwin_probe probe,
-				 enum chkwin_ring ring)
+static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts)
+{
+	__builtin_memset(r, 0, sizeof(*r));
+	r->h.type = type;
+	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.tid = (__u32)bpf_get_current_pid_tgid();
+	r->h.ts = ts;
+}
+
+/*
+ * A record is written where it goes, never built on the stack first:
+ * reserved in the ring (-R all), in its history ring's next slot (-R
+ * failures), or nowhere (-R counts, or a record no history ring keeps):
+ * then NULL, and nothing is built.  A full ring counts as the probe's
+ * loss.  Every record rec_open() returns goes to rec_close().
+ */
+static __always_inline struct chkwin_rec *rec_open(__u8 type, __u64 ts,
+						   enum chkwin_probe probe,
+						   enum chkwin_ring ring)
+{
+	struct chkwin_rec *r;
+
+	if (record_mode == CHKWIN_RECORD_ALL) {
+		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r)
+			count(CHKWIN_CNT_LOST + probe);
+	} else if (record_mode == CHKWIN_RECORD_FAILURES && ring != CHKWIN_RING_NONE) {
+		r = history_slot(ring);
+	} else {
+		return NULL;
+	}
+	if (r)
+		rec_head(r, type, ts);
+	return r;
+}
+
+static __always_inline void rec_close(struct chkwin_rec *r)
 {
 	if (record_mode == CHKWIN_RECORD_ALL)
-		send(r, probe);
-	else if (record_mode == CHKWIN_RECORD_FAILURES && ring != CHKWIN_RING_NONE)
-		keep(r, ring);
+		bpf_ringbuf_submit(r, wakeup_flag(0));
 }
 
 struct drain {
@@ -362,8 +384,7 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	freeze(ring_of(CHKWIN_RING_ARRIVALS), 1);
 	freeze(ring_of(CHKWIN_RING_BLOCKS), 1);
 	count(CHKWIN_CNT_SNAPSHOT);
-	rec_init(&s, CHKWIN_REC_SNAPSHOT);
-	s.h.ts = ts;
+	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts);
 	s.snapshot.trigger = trigger;
 	s.snapshot.history = history_reach;
 	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS), &calls, &evicted,
@@ -492,7 +513,7 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 static __always_inline void chksum_end(__u32 result)
 {
 	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
-	struct chkwin_rec r;
+	struct chkwin_rec *r;
 
 	if (!f || !f->active)
 		return;
@@ -500,18 +521,19 @@ static __always_inline void chksum_end(__u32 result)
 	count(CHKWIN_CNT_CHKSUM);
 	if (f->window_irqs)
 		count(CHKWIN_CNT_CHKSUM_WINDOW);
-	rec_init(&r, CHKWIN_REC_CHKSUM);
-	r.h.flags = f->window_irqs ? CHKWIN_F_WINDOW_HIT : 0;
-	r.chksum.end_ns = r.h.ts;
-	r.h.ts = f->begin;
-	r.chksum.seed = f->seed;
-	r.chksum.length = f->length;
-	r.chksum.result = result;
-	r.chksum.dev = f->dev;
-	r.chksum.caller = f->caller;
-	r.chksum.irqs = f->irqs;
-	r.chksum.window_irqs = f->window_irqs;
-	emit(&r, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS);
+	r = rec_open(CHKWIN_REC_CHKSUM, f->begin, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS);
+	if (!r)
+		return;
+	r->h.flags = f->window_irqs ? CHKWIN_F_WINDOW_HIT : 0;
+	r->chksum.end_ns = bpf_ktime_get_ns();
+	r->chksum.seed = f->seed;
+	r->chksum.length = f->length;
+	r->chksum.result = result;
+	r->chksum.dev = f->dev;
+	r->chksum.caller = f->caller;
+	r->chksum.irqs = f->irqs;
+	r->chksum.window_irqs = f->window_irqs;
+	rec_close(r);
 }
 
 SEC("tp_btf/ext4_chksum_begin")
@@ -618,22 +640,25 @@ int BPF_KRETPROBE(chksum_update_return)
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
 				    __u8 flags, __u16 caller, __u64 block)
 {
-	struct chkwin_rec r;
+	__u64 ts = bpf_ktime_get_ns();
+	struct chkwin_rec *r;
 
 	count(CHKWIN_CNT_VERIFY);
 	if (stored != computed)
 		count(CHKWIN_CNT_VERIFY_BAD);
-	rec_init(&r, CHKWIN_REC_VERIFY);
-	r.h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
-	r.verify.ino = ino;
-	r.verify.dev = dev;
-	r.verify.stored = stored;
-	r.verify.computed = computed;
-	r.verify.caller = caller;
-	r.verify.block = block;
-	emit(&r, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS);
+	r = rec_open(CHKWIN_REC_VERIFY, ts, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS);
+	if (r) {
+		r->h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
+		r->verify.ino = ino;
+		r->verify.dev = dev;
+		r->verify.stored = stored;
+		r->verify.computed = computed;
+		r->verify.caller = caller;
+		r->verify.block = block;
+		rec_close(r);
+	}
 	if (stored != computed)
-		snapshot(CHKWIN_REC_VERIFY, r.h.ts);
+		snapshot(CHKWIN_REC_VERIFY, ts);
 }
 
 SEC("tp_btf/ext4_inode_csum_verify")
@@ -662,18 +687,21 @@ int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned lo
 static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 {
 	__s64 err = ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
-	struct chkwin_rec r;
+	__u64 ts = bpf_ktime_get_ns();
+	struct chkwin_rec *r;
 
 	count(CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
 		count(CHKWIN_CNT_IGET_BADCRC);
-	rec_init(&r, CHKWIN_REC_IGET);
-	r.iget.ino = ino;
-	r.iget.dev = dev;
-	r.iget.err = (__s32)err;
-	emit(&r, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS);
+	r = rec_open(CHKWIN_REC_IGET, ts, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS);
+	if (r) {
+		r->iget.ino = ino;
+		r->iget.dev = dev;
+		r->iget.err = (__s32)err;
+		rec_close(r);
+	}
 	if (err == -EBADMSG)
-		snapshot(CHKWIN_REC_IGET, r.h.ts);
+		snapshot(CHKWIN_REC_IGET, ts);
 }
 
 /*
@@ -834,8 +862,8 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
 	struct arrival *a;
 	struct inflight *f;
+	struct chkwin_rec *r;
 	struct place p;
-	struct chkwin_rec r;
 
 	if (floor_only)
 		return 0;
@@ -861,24 +889,23 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 		if (a->class == CHKWIN_CLASS_WINDOW)
 			f->window_irqs++;
 	}
-	if (record_mode == CHKWIN_RECORD_COUNTS)
-		return 0;
-	rec_init(&r, CHKWIN_REC_IRQ);
-	r.irq.end_ns = r.h.ts;
-	r.h.ts = a->ts;
-	r.h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
-	r.irq.pc = a->pc;
-	r.irq.sp = a->sp;
-	r.irq.irq = irq;
-	r.irq.offset = a->offset;
-	r.irq.class = a->class;
-	r.irq.el = a->el;
-	r.irq.func = a->func;
-	__builtin_memcpy(r.irq.ipi, a->ipi, sizeof(r.irq.ipi));
-	emit(&r, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS);
+	r = rec_open(CHKWIN_REC_IRQ, a->ts, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS);
+	if (r) {
+		r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
+		r->irq.end_ns = bpf_ktime_get_ns();
+		r->irq.pc = a->pc;
+		r->irq.sp = a->sp;
+		r->irq.irq = irq;
+		r->irq.offset = a->offset;
+		r->irq.class = a->class;
+		r->irq.el = a->el;
+		r->irq.func = a->func;
+		__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
+		rec_close(r);
+	}
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
-		snapshot(CHKWIN_REC_IRQ, r.h.ts);
+		snapshot(CHKWIN_REC_IRQ, a->ts);
 	return 0;
 }
 
@@ -898,7 +925,7 @@ int BPF_PROG(softirq_entry, unsigned int vec)
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(softirq_exit, unsigned int vec)
 {
-	struct chkwin_rec r;
+	struct chkwin_rec *r;
 	__u64 *begin;
 
 	if (!wanted())
@@ -907,38 +934,41 @@ int BPF_PROG(softirq_exit, unsigned int vec)
 	if (!begin || !*begin)
 		return 0;
 	count(CHKWIN_CNT_SOFTIRQ);
-	if (record_mode == CHKWIN_RECORD_ALL) {
-		rec_init(&r, CHKWIN_REC_SOFTIRQ);
-		r.softirq.end_ns = r.h.ts;
-		r.h.ts = *begin;
-		r.softirq.vec = vec;
-		send(&r, CHKWIN_PROBE_SOFTIRQ);
+	r = rec_open(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_NONE);
+	if (r) {
+		r->softirq.end_ns = bpf_ktime_get_ns();
+		r->softirq.vec = vec;
+		rec_close(r);
 	}
 	*begin = 0;
 	return 0;
 }
 
+/*
+ * Block requests: -R failures attaches completions only (they explain a
+ * read) and keeps them; it counts none, as it sees no issue.
+ */
 static __always_inline void block_event(struct request *rq, bool complete, int error)
 {
 	struct gendisk *disk;
-	struct chkwin_rec r;
+	struct chkwin_rec *r;
 
-	count(CHKWIN_CNT_BLOCK);
-	/* The flight recorder keeps completions only: they explain a read. */
-	if (record_mode == CHKWIN_RECORD_COUNTS ||
-	    (record_mode == CHKWIN_RECORD_FAILURES && !complete))
+	if (record_mode != CHKWIN_RECORD_FAILURES)
+		count(CHKWIN_CNT_BLOCK);
+	r = rec_open(CHKWIN_REC_BLOCK, bpf_ktime_get_ns(), CHKWIN_PROBE_BLOCK,
+		     CHKWIN_RING_BLOCKS);
+	if (!r)
 		return;
 	disk = BPF_CORE_READ(rq, q, disk);
-	rec_init(&r, CHKWIN_REC_BLOCK);
-	r.h.flags = complete ? CHKWIN_F_COMPLETE : 0;
-	r.block.sector = BPF_CORE_READ(rq, __sector);
-	r.block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
-	r.block.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	r->h.flags = complete ? CHKWIN_F_COMPLETE : 0;
+	r->block.sector = BPF_CORE_READ(rq, __sector);
+	r->block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
+	r->block.cmd_flags = BPF_CORE_READ(rq, cmd_flags);
 	if (disk)
-		r.block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
-			      BPF_CORE_READ(disk, first_minor);
-	r.block.error = error;
-	emit(&r, CHKWIN_PROBE_BLOCK, CHKWIN_RING_BLOCKS);
+		r->block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
+			       BPF_CORE_READ(disk, first_minor);
+	r->block.error = error;
+	rec_close(r);
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -966,9 +996,9 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 pc = ctx->regs.pc, sp = ctx->regs.sp;
+	__u64 pc = ctx->regs.pc, sp = ctx->regs.sp, ts;
 	__u8 el = (ctx->regs.pstate >> 2) & 3;
-	struct chkwin_rec r;
+	struct chkwin_rec *r;
 	struct place p;
 
 	if (floor_only)
@@ -979,16 +1009,19 @@ int sample(struct bpf_perf_event_data *ctx)
 	hist_add(CHKWIN_HIST_SAMPLE, p);
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
-	rec_init(&r, CHKWIN_REC_SAMPLE);
-	r.sample.pc = pc;
-	r.sample.sp = sp;
-	r.sample.offset = p.offset;
-	r.sample.class = p.class;
-	r.sample.el = el;
-	r.sample.func = p.func;
-	emit(&r, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS);
+	ts = bpf_ktime_get_ns();
+	r = rec_open(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS);
+	if (r) {
+		r->sample.pc = pc;
+		r->sample.sp = sp;
+		r->sample.offset = p.offset;
+		r->sample.class = p.class;
+		r->sample.el = el;
+		r->sample.func = p.func;
+		rec_close(r);
+	}
 	if (snapshot_on_window && p.class == CHKWIN_CLASS_WINDOW)
-		snapshot(CHKWIN_REC_SAMPLE, r.h.ts);
+		snapshot(CHKWIN_REC_SAMPLE, ts);
 	return 0;
 }
 

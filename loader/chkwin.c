@@ -130,9 +130,34 @@ static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, HOOK_IPI));
 	bpf_program__set_autoload(s->progs.softirq_entry, softirq);
 	bpf_program__set_autoload(s->progs.softirq_exit, softirq);
-	bpf_program__set_autoload(s->progs.block_rq_issue, block);
+	bpf_program__set_autoload(s->progs.block_rq_issue,
+				  block && p->record != CHKWIN_RECORD_FAILURES);
 	bpf_program__set_autoload(s->progs.block_rq_complete, block);
 	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, HOOK_SAMPLE));
+}
+
+/* What the plan loads and attaches in this record mode, one line. */
+static int print_programs(FILE *out, const struct chkwin_plan *p)
+{
+	struct chkwin_bpf *s = chkwin_bpf__open();
+	struct bpf_program *prog;
+	int n = 0;
+
+	if (!s) {
+		fprintf(stderr, "chkwin: error: cannot open the BPF object: %s\n", strerror(errno));
+		return -1;
+	}
+	choose_programs(s, p);
+	fprintf(out, "chkwin: programs");
+	bpf_object__for_each_program(prog, s->obj) {
+		if (bpf_program__autoload(prog)) {
+			fprintf(out, " %s", bpf_program__name(prog));
+			n++;
+		}
+	}
+	fprintf(out, " (%d attached under -R %s)\n", n, chkwin_record_names[p->record]);
+	chkwin_bpf__destroy(s);
+	return 0;
 }
 
 static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
@@ -489,18 +514,20 @@ static int run(const struct chkwin_opts *o)
 {
 	struct chkwin_log_writer *log = NULL;
 	struct run r = { .opts = o, .stats_fd = -1 };
-	int err;
+	int err = 0;
 
 	if (chkwin_plan_make(o, &r.plan)) {
 		fprintf(stderr, "chkwin: error: %s\n", r.plan.error);
 		chkwin_plan_free(&r.plan);
 		return 1;
 	}
-	if (o->dry_run || o->verbose)
+	if (o->dry_run || o->verbose) {
 		print_plan(o->dry_run ? stdout : stderr, &r.plan, o);
-	if (o->dry_run) {
+		err = print_programs(o->dry_run ? stdout : stderr, &r.plan);
+	}
+	if (o->dry_run || err) {
 		chkwin_plan_free(&r.plan);
-		return 0;
+		return err ? 1 : 0;
 	}
 	r.ncpus = libbpf_num_possible_cpus();
 	if (r.ncpus <= 0) {

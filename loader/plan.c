@@ -19,6 +19,7 @@
 
 #include "callers.h"
 #include "kallsyms.h"
+#include "names.h"
 #include "plan.h"
 
 struct kernel_btf {
@@ -261,6 +262,9 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 
 	if (o->off[HOOK_SOFTIRQ])
 		p->mode[HOOK_SOFTIRQ] = "off";
+	else if (o->record == CHKWIN_RECORD_FAILURES)
+		/* Softirqs only feed a counter there, and the history keeps none. */
+		p->mode[HOOK_SOFTIRQ] = CHKWIN_NOT_ATTACHED " (-R failures keeps no softirq)";
 	else if (has_tp(kb, "softirq_entry") && has_tp(kb, "softirq_exit"))
 		p->mode[HOOK_SOFTIRQ] = "tp_btf";
 	else
@@ -282,7 +286,10 @@ static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
 			      "kernel BTF");
 	/* v5.11 dropped the request_queue argument of block_rq_issue. */
 	p->rq_issue_arg = arity - 1;
-	p->mode[HOOK_BLOCK] = "tp_btf";
+	/* The history keeps completions; issues would only feed a counter. */
+	p->mode[HOOK_BLOCK] = o->record == CHKWIN_RECORD_FAILURES ?
+		"tp_btf (block_rq_complete; block_rq_issue " CHKWIN_NOT_ATTACHED
+		" under -R failures)" : "tp_btf";
 	return 0;
 }
 
@@ -354,7 +361,8 @@ bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_hook probe)
 {
 	const char *m = p->mode[probe];
 
-	return m && strcmp(m, "off") && strcmp(m, "absent");
+	return m && strcmp(m, "off") && strcmp(m, "absent") &&
+	       strncmp(m, CHKWIN_NOT_ATTACHED, strlen(CHKWIN_NOT_ATTACHED));
 }
 
 /* Records a probe sends (and can lose) come from these hooks. */
@@ -410,7 +418,9 @@ bool chkwin_plan_counts(const struct chkwin_plan *p, int counter)
 	case CHKWIN_CNT_SOFTIRQ:
 		return probe_attached(p, CHKWIN_PROBE_SOFTIRQ);
 	case CHKWIN_CNT_BLOCK:
-		return probe_attached(p, CHKWIN_PROBE_BLOCK);
+		/* Issues and completions; -R failures attaches completions only. */
+		return probe_attached(p, CHKWIN_PROBE_BLOCK) &&
+		       p->record != CHKWIN_RECORD_FAILURES;
 	case CHKWIN_CNT_SNAPSHOT:
 	case CHKWIN_CNT_EVICTED:
 	case CHKWIN_CNT_FROZEN:

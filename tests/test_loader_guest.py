@@ -238,8 +238,21 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     assert run.fields("dry-run-log") == ["absent"]
     # The lab passed its kernel's windows, and both plans watch them.
     assert len(re.findall(r"^chkwin: watch\.0 +ext4_chksum_gcc49\+0x60 0x", run.console,
-                          re.M)) == 2
+                          re.M)) == 5
     assert "windows  none" not in run.console
+    # What each record mode attaches: -R failures leaves out what would
+    # only feed counters (softirqs, block issues), and says so.
+    programs = {}
+    for part in run.console.split("dry-run-record: ")[1:]:
+        mode = part.split()[0]
+        programs[mode] = set(re.search(r"^chkwin: programs (.*) \(\d+ attached under -R "
+                                       + mode + r"\)$", part, re.M).group(1).split())
+        softirq = re.search(r"^chkwin: softirq +(.*)$", part, re.M).group(1)
+        assert softirq.startswith("not-attached") == (mode == "failures"), part
+    assert programs["all"] == programs["counts"]
+    assert programs["all"] - programs["failures"] == {"softirq_entry", "softirq_exit",
+                                                      "block_rq_issue"}
+    assert {"chksum_end_tp", "irq_exit", "block_rq_complete"} <= programs["failures"]
 
 
 def test_without_the_lab_windows_no_window_is_watched(tmp_path):
@@ -248,7 +261,7 @@ def test_without_the_lab_windows_no_window_is_watched(tmp_path):
     assert run.status["lab_windows"] is False
     assert not (run.out / "lab.windows").exists()
     assert "chkwin: watch." not in run.console
-    assert run.console.count("chkwin: windows  none watched") == 2
+    assert run.console.count("chkwin: windows  none watched") == 5
 
 
 def test_cut_and_damaged_logs(gcc49_run, reader, tmp_path):

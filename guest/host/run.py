@@ -352,6 +352,9 @@ def main():
     vmlinux = pathlib.Path(kernel).parent / "vmlinux"
     lab_windows = args.flavour != "stock" and not args.no_lab_windows and vmlinux.is_file()
     passed = list(args.guest_file)
+    if lab_windows and kernelwindows.GUEST_NAME in (p.name for p in passed):
+        die(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the lab kernel's "
+            "own windows file (rename yours, or pass --no-lab-windows)")
     if lab_windows:
         passed.append(kernelwindows.copy_to(vmlinux, args.out))
     cmd = qemu_command(args, kernel, boot, disk, args.out, guest_files(passed, args.out))

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""What each BPF program costs per event and per checksum call, by mode.
+
+One boot per record mode (`-R counts`, `failures`, `all`) on instruction
+time: the unpatched lab kernel (window off unless --window gcc49), the
+phase-seeded inode loop under `chkwin --prog-stats`.  The kernel's BPF
+statistics give each program's runs and run time in guest nanoseconds,
+which on the icount clock are instructions times 2^shift.  Per program:
+runs, instructions a run; per mode: the programs' instructions per
+checksum call (their sum over the calls the run counted).  What the
+statistics leave out (the trampoline or kprobe that calls a program,
+the reader in user space) is in the peers' slowdowns, not here.
+"""
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from bench.section import print_section
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+MODES = ("counts", "failures", "all")
+
+
+def fail(what):
+    sys.exit(f"event_cost: error: {what}")
+
+
+def boot(out, mode, args):
+    """The closing record of one boot in mode."""
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--scenario", "record",
+           "--clock", "icount", "--shift", str(args.shift), "--phase-seed", "1",
+           "--duration", str(args.seconds), "--out", str(out), "--append",
+           f"ext4.chksum_window={args.window} chkwin.workload=inode-loop "
+           f"chkwin.loader=-q,-R,{mode},--prog-stats"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail(f"boot {mode}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    result = json.loads((out / "status.json").read_text()).get("chkwin")
+    if not result or not result.get("programs") or not result.get("checksum_calls"):
+        fail(f"boot {mode}: no closing record with program statistics and checksum calls")
+    return result
+
+
+def program_rows(mode, result, shift):
+    """Rows per program that ran, and the mode's instructions per call."""
+    rows, total = [], 0.0
+    for name, p in sorted(result["programs"].items()):
+        if not p["runs"]:
+            rows.append((f"-R {mode}: {name}", "attached, never ran"))
+            continue
+        insns = p["ns"] / 2 ** shift
+        total += insns
+        rows.append((f"-R {mode}: {name}",
+                     f"{p['runs']:,} runs, {insns / p['runs']:,.0f} instructions a run"))
+    calls = result["checksum_calls"]
+    rows.append((f"-R {mode}: programs' instructions per checksum call",
+                 f"{total / calls:,.0f} ({len(result['programs'])} programs attached, "
+                 f"{calls:,} calls)"))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flavour", default="unpatched", choices=["unpatched", "patched"])
+    ap.add_argument("--window", default="off", choices=["off", "gcc49"])
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--shift", type=int, default=4)
+    args = ap.parse_args()
+    if args.seconds < 1:
+        ap.error("--seconds must be at least 1")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="event-cost-") as tmp:
+        for mode in MODES:
+            rows += program_rows(mode, boot(pathlib.Path(tmp) / mode, mode, args), args.shift)
+    print_section("event-cost",
+                  "What each BPF program costs, from the kernel's BPF statistics "
+                  f"(`chkwin --prog-stats`) on the icount clock (shift {args.shift}: "
+                  f"{2 ** args.shift} guest ns an instruction); one {args.seconds} s boot "
+                  f"per record mode, `{args.flavour}` (window {args.window}), the "
+                  "phase-seeded inode loop, the lab's windows watched.", rows)
+
+
+if __name__ == "__main__":
+    main()
