@@ -271,34 +271,33 @@ static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts)
  * A record is written where it goes, never built on the stack first:
  * reserved in the ring (-R all), in its history ring's next slot (-R
  * failures), or nowhere (-R counts, or a record no history ring keeps):
- * then NULL, and nothing is built.  A full ring counts as the probe's
- * loss.  Every record rec_open() returns goes to rec_close().
+ * then nothing is built.  fill(r, ...) writes the payload in place.  A
+ * full ring counts as the probe's loss.  A macro, not a function, so that
+ * the verifier sees each reservation checked once and submitted on the
+ * same path.
  */
-static __always_inline struct chkwin_rec *rec_open(__u8 type, __u64 ts,
-						   enum chkwin_probe probe,
-						   enum chkwin_ring ring)
-{
-	struct chkwin_rec *r;
-
-	if (record_mode == CHKWIN_RECORD_ALL) {
-		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-		if (!r)
-			count(CHKWIN_CNT_LOST + probe);
-	} else if (record_mode == CHKWIN_RECORD_FAILURES && ring != CHKWIN_RING_NONE) {
-		r = history_slot(ring);
-	} else {
-		return NULL;
-	}
-	if (r)
-		rec_head(r, type, ts);
-	return r;
-}
-
-static __always_inline void rec_close(struct chkwin_rec *r)
-{
-	if (record_mode == CHKWIN_RECORD_ALL)
-		bpf_ringbuf_submit(r, wakeup_flag(0));
-}
+#define rec_write(type, ts, probe, ring, fill, ...)				\
+	do {									\
+		struct chkwin_rec *r_;						\
+										\
+		if (record_mode == CHKWIN_RECORD_ALL) {				\
+			r_ = bpf_ringbuf_reserve(&events, sizeof(*r_), 0);	\
+			if (!r_) {						\
+				count(CHKWIN_CNT_LOST + (probe));		\
+			} else {						\
+				rec_head(r_, type, ts);				\
+				fill(r_, __VA_ARGS__);				\
+				bpf_ringbuf_submit(r_, wakeup_flag(0));		\
+			}							\
+		} else if (record_mode == CHKWIN_RECORD_FAILURES &&		\
+			   (ring) != CHKWIN_RING_NONE) {			\
+			r_ = history_slot(ring);				\
+			if (r_) {						\
+				rec_head(r_, type, ts);				\
+				fill(r_, __VA_ARGS__);				\
+			}							\
+		}								\
+	} while (0)
 
 struct drain {
 	__u32 ring;
@@ -510,20 +509,9 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 	f->active = 1;
 }
 
-static __always_inline void chksum_end(__u32 result)
+static __always_inline void fill_chksum(struct chkwin_rec *r, const struct inflight *f,
+					__u32 result)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
-	struct chkwin_rec *r;
-
-	if (!f || !f->active)
-		return;
-	f->active = 0;
-	count(CHKWIN_CNT_CHKSUM);
-	if (f->window_irqs)
-		count(CHKWIN_CNT_CHKSUM_WINDOW);
-	r = rec_open(CHKWIN_REC_CHKSUM, f->begin, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS);
-	if (!r)
-		return;
 	r->h.flags = f->window_irqs ? CHKWIN_F_WINDOW_HIT : 0;
 	r->chksum.end_ns = bpf_ktime_get_ns();
 	r->chksum.seed = f->seed;
@@ -533,7 +521,20 @@ static __always_inline void chksum_end(__u32 result)
 	r->chksum.caller = f->caller;
 	r->chksum.irqs = f->irqs;
 	r->chksum.window_irqs = f->window_irqs;
-	rec_close(r);
+}
+
+static __always_inline void chksum_end(__u32 result)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+
+	if (!f || !f->active)
+		return;
+	f->active = 0;
+	count(CHKWIN_CNT_CHKSUM);
+	if (f->window_irqs)
+		count(CHKWIN_CNT_CHKSUM_WINDOW);
+	rec_write(CHKWIN_REC_CHKSUM, f->begin, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS,
+		  fill_chksum, f, result);
 }
 
 SEC("tp_btf/ext4_chksum_begin")
@@ -636,27 +637,30 @@ int BPF_KRETPROBE(chksum_update_return)
 	return 0;
 }
 
+static __always_inline void fill_verify(struct chkwin_rec *r, __u8 flags, __u64 ino,
+					__u32 dev, __u32 stored, __u32 computed,
+					__u16 caller, __u64 block)
+{
+	r->h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
+	r->verify.ino = ino;
+	r->verify.dev = dev;
+	r->verify.stored = stored;
+	r->verify.computed = computed;
+	r->verify.caller = caller;
+	r->verify.block = block;
+}
+
 /* One verdict: counted, then recorded (caller and block with F_METADATA). */
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
 				    __u8 flags, __u16 caller, __u64 block)
 {
 	__u64 ts = bpf_ktime_get_ns();
-	struct chkwin_rec *r;
 
 	count(CHKWIN_CNT_VERIFY);
 	if (stored != computed)
 		count(CHKWIN_CNT_VERIFY_BAD);
-	r = rec_open(CHKWIN_REC_VERIFY, ts, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS);
-	if (r) {
-		r->h.flags = flags | (stored != computed ? CHKWIN_F_MISMATCH : 0);
-		r->verify.ino = ino;
-		r->verify.dev = dev;
-		r->verify.stored = stored;
-		r->verify.computed = computed;
-		r->verify.caller = caller;
-		r->verify.block = block;
-		rec_close(r);
-	}
+	rec_write(CHKWIN_REC_VERIFY, ts, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS, fill_verify,
+		  flags, ino, dev, stored, computed, caller, block);
 	if (stored != computed)
 		snapshot(CHKWIN_REC_VERIFY, ts);
 }
@@ -683,23 +687,24 @@ int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned lo
 	return 0;
 }
 
+static __always_inline void fill_iget(struct chkwin_rec *r, __u64 ino, __u32 dev, __s64 err)
+{
+	r->iget.ino = ino;
+	r->iget.dev = dev;
+	r->iget.err = (__s32)err;
+}
+
 /* ret is __ext4_iget()'s return value as a number: an inode or an ERR_PTR. */
 static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 {
 	__s64 err = ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
 	__u64 ts = bpf_ktime_get_ns();
-	struct chkwin_rec *r;
 
 	count(CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
 		count(CHKWIN_CNT_IGET_BADCRC);
-	r = rec_open(CHKWIN_REC_IGET, ts, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS);
-	if (r) {
-		r->iget.ino = ino;
-		r->iget.dev = dev;
-		r->iget.err = (__s32)err;
-		rec_close(r);
-	}
+	rec_write(CHKWIN_REC_IGET, ts, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS, fill_iget,
+		  ino, dev, err);
 	if (err == -EBADMSG)
 		snapshot(CHKWIN_REC_IGET, ts);
 }
@@ -857,12 +862,25 @@ int BPF_PROG(ipi_entry, const char *reason)
 	return 0;
 }
 
+static __always_inline void fill_irq(struct chkwin_rec *r, const struct arrival *a, int irq)
+{
+	r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
+	r->irq.end_ns = bpf_ktime_get_ns();
+	r->irq.pc = a->pc;
+	r->irq.sp = a->sp;
+	r->irq.irq = irq;
+	r->irq.offset = a->offset;
+	r->irq.class = a->class;
+	r->irq.el = a->el;
+	r->irq.func = a->func;
+	__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
+}
+
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
 	struct arrival *a;
 	struct inflight *f;
-	struct chkwin_rec *r;
 	struct place p;
 
 	if (floor_only)
@@ -889,20 +907,8 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 		if (a->class == CHKWIN_CLASS_WINDOW)
 			f->window_irqs++;
 	}
-	r = rec_open(CHKWIN_REC_IRQ, a->ts, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS);
-	if (r) {
-		r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
-		r->irq.end_ns = bpf_ktime_get_ns();
-		r->irq.pc = a->pc;
-		r->irq.sp = a->sp;
-		r->irq.irq = irq;
-		r->irq.offset = a->offset;
-		r->irq.class = a->class;
-		r->irq.el = a->el;
-		r->irq.func = a->func;
-		__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
-		rec_close(r);
-	}
+	rec_write(CHKWIN_REC_IRQ, a->ts, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_irq, a,
+		  irq);
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_IRQ, a->ts);
@@ -922,10 +928,15 @@ int BPF_PROG(softirq_entry, unsigned int vec)
 	return 0;
 }
 
+static __always_inline void fill_softirq(struct chkwin_rec *r, unsigned int vec)
+{
+	r->softirq.end_ns = bpf_ktime_get_ns();
+	r->softirq.vec = vec;
+}
+
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(softirq_exit, unsigned int vec)
 {
-	struct chkwin_rec *r;
 	__u64 *begin;
 
 	if (!wanted())
@@ -934,32 +945,17 @@ int BPF_PROG(softirq_exit, unsigned int vec)
 	if (!begin || !*begin)
 		return 0;
 	count(CHKWIN_CNT_SOFTIRQ);
-	r = rec_open(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_NONE);
-	if (r) {
-		r->softirq.end_ns = bpf_ktime_get_ns();
-		r->softirq.vec = vec;
-		rec_close(r);
-	}
+	rec_write(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_NONE,
+		  fill_softirq, vec);
 	*begin = 0;
 	return 0;
 }
 
-/*
- * Block requests: -R failures attaches completions only (they explain a
- * read) and keeps them; it counts none, as it sees no issue.
- */
-static __always_inline void block_event(struct request *rq, bool complete, int error)
+static __always_inline void fill_block(struct chkwin_rec *r, struct request *rq,
+				       bool complete, int error)
 {
-	struct gendisk *disk;
-	struct chkwin_rec *r;
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
 
-	if (record_mode != CHKWIN_RECORD_FAILURES)
-		count(CHKWIN_CNT_BLOCK);
-	r = rec_open(CHKWIN_REC_BLOCK, bpf_ktime_get_ns(), CHKWIN_PROBE_BLOCK,
-		     CHKWIN_RING_BLOCKS);
-	if (!r)
-		return;
-	disk = BPF_CORE_READ(rq, q, disk);
 	r->h.flags = complete ? CHKWIN_F_COMPLETE : 0;
 	r->block.sector = BPF_CORE_READ(rq, __sector);
 	r->block.nr_sectors = BPF_CORE_READ(rq, __data_len) >> 9;
@@ -968,7 +964,18 @@ static __always_inline void block_event(struct request *rq, bool complete, int e
 		r->block.dev = ((__u32)BPF_CORE_READ(disk, major) << 20) |
 			       BPF_CORE_READ(disk, first_minor);
 	r->block.error = error;
-	rec_close(r);
+}
+
+/*
+ * Block requests: -R failures attaches completions only (they explain a
+ * read) and keeps them; it counts none, as it sees no issue.
+ */
+static __always_inline void block_event(struct request *rq, bool complete, int error)
+{
+	if (record_mode != CHKWIN_RECORD_FAILURES)
+		count(CHKWIN_CNT_BLOCK);
+	rec_write(CHKWIN_REC_BLOCK, bpf_ktime_get_ns(), CHKWIN_PROBE_BLOCK, CHKWIN_RING_BLOCKS,
+		  fill_block, rq, complete, error);
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -993,12 +1000,22 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 }
 
 /* The optional sampler: a cpu-clock hrtimer interrupt of known rate. */
+static __always_inline void fill_sample(struct chkwin_rec *r, __u64 pc, __u64 sp,
+					struct place p, __u8 el)
+{
+	r->sample.pc = pc;
+	r->sample.sp = sp;
+	r->sample.offset = p.offset;
+	r->sample.class = p.class;
+	r->sample.el = el;
+	r->sample.func = p.func;
+}
+
 SEC("perf_event")
 int sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pc = ctx->regs.pc, sp = ctx->regs.sp, ts;
 	__u8 el = (ctx->regs.pstate >> 2) & 3;
-	struct chkwin_rec *r;
 	struct place p;
 
 	if (floor_only)
@@ -1010,16 +1027,8 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
 	ts = bpf_ktime_get_ns();
-	r = rec_open(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS);
-	if (r) {
-		r->sample.pc = pc;
-		r->sample.sp = sp;
-		r->sample.offset = p.offset;
-		r->sample.class = p.class;
-		r->sample.el = el;
-		r->sample.func = p.func;
-		rec_close(r);
-	}
+	rec_write(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS, fill_sample,
+		  pc, sp, p, el);
 	if (snapshot_on_window && p.class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_SAMPLE, ts);
 	return 0;
