@@ -53,9 +53,12 @@ def boot(args, out, root="initramfs", extra="", slack=300):
     pieces = args.rounds * (1 + len(args.modes)) + len(args.rates.split(",") if args.rates else [])
     package = getattr(args, "stock_package", None)    # peers.py has no such option
     which = ["--stock-package", package] if package else []
+    # peers.py may run on instruction time (guest/run.py --clock icount).
+    clock = ["--clock", "icount", "--shift", str(args.shift)] \
+        if getattr(args, "clock", "host") == "icount" else []
     cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, *which, "--root", root,
            "--scenario", "loader-bench", "--duration", str(args.seconds), "--mem", "2048",
-           "--append", append, "--timeout", str(4 * pieces * args.seconds + slack),
+           *clock, "--append", append, "--timeout", str(4 * pieces * args.seconds + slack),
            "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     console = (out / "console.log").read_text(errors="replace") \

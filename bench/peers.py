@@ -11,6 +11,11 @@ interrupts land, how many checksum calls, how many failures).  A
 slowdown is the untraced piece's pass rate over the traced one's in the
 same round.  Prints a Markdown section: the figures, then what each peer
 could answer.
+
+With --clock icount the boot runs on instruction time (one vCPU): guest
+seconds are instructions, so a piece's guest time per inode pass gives
+what each tracer adds per checksum call, in instructions, against the
+untraced piece of the same round.
 """
 
 import argparse
@@ -117,6 +122,31 @@ def ratios(pieces, rounds, slower, faster):
     return [pieces[faster, r]["rate"] / pieces[slower, r]["rate"] for r in rounds]
 
 
+def calls_per_pass(pieces, rounds, modes):
+    """Checksum calls an inode pass makes (the workload's, whoever counts
+    them): the median over the pieces of tracers that count every call."""
+    counted = [pieces[m, r]["calls"] / pieces[m, r]["passes"] for m in modes
+               if m in ("failures", "chkwin", "bpftrace") for r in rounds]
+    return statistics.median(counted) if counted else None
+
+
+def instruction_rows(pieces, rounds, modes, shift):
+    """On instruction time: guest instructions each tracer adds per checksum
+    call over the untraced piece of the same round."""
+    per_pass = calls_per_pass(pieces, rounds, modes)
+    if not per_pass:
+        return []
+    rows = [("checksum calls an inode pass makes (median of the counting tracers)",
+             f"{per_pass:,.0f}")]
+    for mode in modes:
+        added = [(pieces[mode, r]["seconds"] / pieces[mode, r]["passes"]
+                  - pieces["off", r]["seconds"] / pieces["off", r]["passes"])
+                 * 1e9 / 2 ** shift / per_pass for r in rounds]
+        rows.append((f"{NAMES[mode]}: guest instructions added per checksum call, "
+                     "min / median / max", spread(added, "{:,.0f}")))
+    return rows
+
+
 def goal_rows(pieces, rounds, modes):
     """Each tracer above the floor, and the issue's two goals, met or not."""
     rows = []
@@ -150,6 +180,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--modes", default="floor,bpftrace,failures,chkwin,perf",
                     help="tracers to compare with nothing (comma-separated)")
+    ap.add_argument("--clock", choices=["host", "icount"], default="host",
+                    help="guest time from the host's clock (2 vCPUs) or from "
+                         "instructions (-icount, 1 vCPU)")
+    ap.add_argument("--shift", type=int, default=4,
+                    help="with --clock icount: each instruction takes 2^N ns")
     args = ap.parse_args()
     args.modes = [m for m in args.modes.split(",") if m]
     args.rates = ""
@@ -191,14 +226,21 @@ def main():
     if "chkwin" in args.modes:
         hits = sum(pieces["chkwin", r]["window_hits"] for r in rounds)
         rows.append(("chkwin: window hits (all rounds)", str(hits)))
+    if args.clock == "icount":
+        rows += instruction_rows(pieces, rounds, args.modes, args.shift)
     rows += goal_rows(pieces, rounds, args.modes)
-    intro = (f"One boot of `{args.flavour}` (window {args.window}) on the Debian root, "
+    clock = (f"on instruction time (icount shift {args.shift}, one vCPU)"
+             if args.clock == "icount" else "on the host's clock (2 vCPUs)")
+    intro = (f"One boot of `{args.flavour}` (window {args.window}) on the Debian root "
+             f"{clock}, "
              f"{args.seconds} s pieces of the inode loop, the tracers in turn in every "
              "round.  Each is asked chkwin's question: where in `ext4_chksum()` "
              "(and the emulated gcc49 code) interrupts land, by offset; how many "
              "checksum calls; how many inode checksum failures.\n\n"
              + "\n".join(f"- {ABILITIES[mode]}" for mode in args.modes))
-    print_section("Peers: bpftrace and perf against chkwin", intro, rows)
+    title = "Peers: bpftrace and perf against chkwin"
+    print_section(title + (", instruction time" if args.clock == "icount" else ""),
+                  intro, rows)
 
 
 if __name__ == "__main__":

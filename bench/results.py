@@ -38,6 +38,7 @@ BENCHES = {
     "event-cost": ["bench.event_cost"],
     "stock-scan": ["bench.stock_scan_bench"],
     "peers": ["bench.peers"],
+    "peers-icount": ["bench.peers", "--clock", "icount"],
     "dose": ["bench.dose_bench"],
     "clock": ["bench.clock_bench"],
     "calibration": ["bench.calibration_bench"],
