@@ -542,7 +542,7 @@ int BPF_PROG(chksum_begin_tp, struct super_block *sb, int caller, u32 seed,
 	     unsigned int length)
 {
 	if (wanted())
-		chksum_begin(BPF_CORE_READ(sb, s_dev), caller, seed, length, 0);
+		chksum_begin(sb->s_dev, caller, seed, length, 0);
 	return 0;
 }
 
@@ -670,7 +670,7 @@ int BPF_PROG(verify_tp, struct inode *inode, u32 stored, u32 computed)
 {
 	if (!wanted())
 		return 0;
-	verdict(BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), stored,
+	verdict(inode->i_ino, inode->i_sb->s_dev, stored,
 		computed, 0, 0, 0);
 	return 0;
 }
@@ -682,7 +682,7 @@ int BPF_PROG(metadata_verify_tp, struct super_block *sb, int caller, unsigned lo
 {
 	if (!wanted())
 		return 0;
-	verdict(ino, BPF_CORE_READ(sb, s_dev), stored, computed, CHKWIN_F_METADATA, caller,
+	verdict(ino, sb->s_dev, stored, computed, CHKWIN_F_METADATA, caller,
 		block);
 	return 0;
 }
@@ -720,7 +720,7 @@ int BPF_PROG(iget_fexit, struct super_block *sb, unsigned long ino)
 	__u64 ret;
 
 	if (wanted() && !bpf_get_func_ret(ctx, &ret))
-		iget_done(ino, BPF_CORE_READ(sb, s_dev), ret);
+		iget_done(ino, sb->s_dev, ret);
 	return 0;
 }
 
@@ -789,23 +789,27 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 /* Weak: kernels without KALLSYMS_ALL lack it and load irq_entry_stack instead. */
 extern struct pt_regs *__irq_regs __ksym __weak;
 
+/* arm64's pt_regs ends its user part with sp, pc, pstate: one read. */
+struct sp_pc_pstate {
+	__u64 sp, pc, pstate;
+};
+
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 {
 	struct pt_regs **slot, *regs;
-	__u64 pstate;
+	struct sp_pc_pstate at;
 
 	if (!wanted())
 		return 0;
 	slot = bpf_this_cpu_ptr(&__irq_regs);
 	regs = *slot;
-	if (!regs) {
+	/* The slot holds a plain address: its fields need a probe read. */
+	if (!regs || bpf_probe_read_kernel(&at, sizeof(at), __builtin_preserve_access_index(&regs->sp))) {
 		arrival_start(irq, 0, 0, 1, false);
 		return 0;
 	}
-	pstate = BPF_CORE_READ(regs, pstate);
-	arrival_start(irq, BPF_CORE_READ(regs, pc), BPF_CORE_READ(regs, sp),
-		      (pstate >> 2) & 3, true);
+	arrival_start(irq, at.pc, at.sp, (at.pstate >> 2) & 3, true);
 	return 0;
 }
 
