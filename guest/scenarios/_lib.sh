@@ -71,6 +71,9 @@ start_chkwin() {
 	out=$1
 	err=$2
 	shift 2
+	# Emptied first: the background job's own redirection may come after
+	# the first look, which would find the last run's "recording" line.
+	: > "$err"
 	chkwin $(lab_windows "$@") "$@" > "$out" 2> "$err" &
 	chkwin_pid=$!
 	await_line '^chkwin: recording' "$err" $chkwin_pid 600 "chkwin did not start recording"
