@@ -228,11 +228,12 @@ static __always_inline void send(const struct chkwin_rec *r, enum chkwin_probe p
 		count(CHKWIN_CNT_LOST + probe);
 }
 
-static __always_inline __u32 ring_of(enum chkwin_ring ring)
+/* The history ring of this CPU (cpu: bpf_get_smp_processor_id(), read once). */
+static __always_inline __u32 ring_of(enum chkwin_ring ring, __u32 cpu)
 {
 	if (ring == CHKWIN_RING_BLOCKS)
 		return 2 * nr_cpus;
-	return 2 * bpf_get_smp_processor_id() + ring;
+	return 2 * cpu + ring;
 }
 
 /*
@@ -241,9 +242,9 @@ static __always_inline __u32 ring_of(enum chkwin_ring ring)
  * ring, pushes are dropped (and counted): they come after the failure,
  * and would overwrite what the snapshot is sending.
  */
-static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring)
+static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __u32 cpu)
 {
-	__u32 id = ring_of(ring), key;
+	__u32 id = ring_of(ring, cpu), key;
 	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &id);
 	__u64 n;
 
@@ -258,11 +259,11 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring)
 	return bpf_map_lookup_elem(&history, &key);
 }
 
-static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts)
+static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts, __u32 cpu)
 {
 	__builtin_memset(r, 0, sizeof(*r));
 	r->h.type = type;
-	r->h.cpu = bpf_get_smp_processor_id();
+	r->h.cpu = cpu;
 	r->h.tid = (__u32)bpf_get_current_pid_tgid();
 	r->h.ts = ts;
 }
@@ -279,21 +280,24 @@ static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts)
 #define rec_write(type, ts, probe, ring, fill, ...)				\
 	do {									\
 		struct chkwin_rec *r_;						\
+		__u32 cpu_;							\
 										\
 		if (record_mode == CHKWIN_RECORD_ALL) {				\
+			cpu_ = bpf_get_smp_processor_id();			\
 			r_ = bpf_ringbuf_reserve(&events, sizeof(*r_), 0);	\
 			if (!r_) {						\
 				count(CHKWIN_CNT_LOST + (probe));		\
 			} else {						\
-				rec_head(r_, type, ts);				\
+				rec_head(r_, type, ts, cpu_);			\
 				fill(r_, __VA_ARGS__);				\
 				bpf_ringbuf_submit(r_, wakeup_flag(0));		\
 			}							\
 		} else if (record_mode == CHKWIN_RECORD_FAILURES &&		\
 			   (ring) != CHKWIN_RING_NONE) {			\
-			r_ = history_slot(ring);				\
+			cpu_ = bpf_get_smp_processor_id();			\
+			r_ = history_slot(ring, cpu_);				\
 			if (r_) {						\
-				rec_head(r_, type, ts);				\
+				rec_head(r_, type, ts, cpu_);			\
 				fill(r_, __VA_ARGS__);				\
 			}							\
 		}								\
@@ -374,23 +378,24 @@ static __always_inline void freeze(__u32 ring, __u64 delta)
 static __always_inline void snapshot(__u8 trigger, __u64 ts)
 {
 	struct drain calls = {}, arrivals = {}, blocks = {};
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct chkwin_rec s;
 	__u64 evicted = 0, shared = 0;
 
 	if (record_mode != CHKWIN_RECORD_FAILURES)
 		return;
-	freeze(ring_of(CHKWIN_RING_CALLS), 1);
-	freeze(ring_of(CHKWIN_RING_ARRIVALS), 1);
-	freeze(ring_of(CHKWIN_RING_BLOCKS), 1);
+	freeze(ring_of(CHKWIN_RING_CALLS, cpu), 1);
+	freeze(ring_of(CHKWIN_RING_ARRIVALS, cpu), 1);
+	freeze(ring_of(CHKWIN_RING_BLOCKS, cpu), 1);
 	count(CHKWIN_CNT_SNAPSHOT);
-	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts);
+	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts, cpu);
 	s.snapshot.trigger = trigger;
 	s.snapshot.history = history_reach;
-	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS), &calls, &evicted,
+	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS, cpu), &calls, &evicted,
 				  &s.snapshot.call_horizon);
-	s.snapshot.arrivals = unsent(ring_of(CHKWIN_RING_ARRIVALS), &arrivals, &evicted,
+	s.snapshot.arrivals = unsent(ring_of(CHKWIN_RING_ARRIVALS, cpu), &arrivals, &evicted,
 				     &s.snapshot.arrival_horizon);
-	s.snapshot.blocks = unsent(ring_of(CHKWIN_RING_BLOCKS), &blocks, &shared, NULL);
+	s.snapshot.blocks = unsent(ring_of(CHKWIN_RING_BLOCKS, cpu), &blocks, &shared, NULL);
 	s.snapshot.evicted = evicted;
 	count_n(CHKWIN_CNT_EVICTED, evicted + shared);
 	send(&s, CHKWIN_PROBE_SNAPSHOT);
@@ -403,9 +408,9 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	 */
 	count_n(CHKWIN_CNT_LOST + CHKWIN_PROBE_SNAPSHOT,
 		overrun(&arrivals, s.snapshot.arrivals) + overrun(&blocks, s.snapshot.blocks));
-	freeze(ring_of(CHKWIN_RING_CALLS), -1);
-	freeze(ring_of(CHKWIN_RING_ARRIVALS), -1);
-	freeze(ring_of(CHKWIN_RING_BLOCKS), -1);
+	freeze(ring_of(CHKWIN_RING_CALLS, cpu), -1);
+	freeze(ring_of(CHKWIN_RING_ARRIVALS, cpu), -1);
+	freeze(ring_of(CHKWIN_RING_BLOCKS, cpu), -1);
 }
 
 /* Which checksum function (if any) holds pc, and where in it. */
