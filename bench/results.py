@@ -38,7 +38,8 @@ BENCHES = {
     "event-cost": ["bench.event_cost"],
     "stock-scan": ["bench.stock_scan_bench"],
     "peers": ["bench.peers"],
-    "peers-icount": ["bench.peers", "--clock", "icount"],
+    # 20 s pieces: an icount pass takes seconds, and 5 s held 2-4 of them.
+    "peers-icount": ["bench.peers", "--clock", "icount", "--seconds", "20"],
     "dose": ["bench.dose_bench"],
     "clock": ["bench.clock_bench"],
     "calibration": ["bench.calibration_bench"],
