@@ -253,6 +253,9 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     assert programs["all"] - programs["failures"] == {"softirq_entry", "softirq_exit",
                                                       "block_rq_issue"}
     assert {"chksum_end_tp", "irq_exit", "block_rq_complete"} <= programs["failures"]
+    # One program an event: the irq entry reads the pc one way or the other.
+    for chosen in programs.values():
+        assert len(chosen & {"irq_entry_regs", "irq_entry_stack"}) == 1
 
 
 def test_without_the_lab_windows_no_window_is_watched(tmp_path):
