@@ -15,38 +15,20 @@ calls a program, the reader in user space) is in the peers' slowdowns.
 """
 
 import argparse
-import json
 import pathlib
-import subprocess
-import sys
 import tempfile
 
+from bench import progstats
 from bench.section import print_section
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 MODES = ("floor", "counts", "failures", "all")
-
-
-def fail(what):
-    sys.exit(f"event_cost: error: {what}")
 
 
 def boot(out, mode, args):
     """The closing record of one boot in mode (floor: -R counts --floor)."""
-    opts = "-R,counts,--floor" if mode == "floor" else f"-R,{mode}"
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", args.flavour, "--scenario", "record",
-           "--clock", "icount", "--shift", str(args.shift), "--phase-seed", "1",
-           "--duration", str(args.seconds), "--out", str(out), "--append",
-           f"ext4.chksum_window={args.window} chkwin.workload=inode-loop "
-           f"chkwin.loader=-q,{opts},--prog-stats"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        fail(f"boot {mode}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
-    result = json.loads((out / "status.json").read_text()).get("chkwin")
-    if not result or not result.get("programs"):
-        fail(f"boot {mode}: no closing record with program statistics")
-    return result
+    return progstats.boot(out, mode, flavour=args.flavour, window=args.window,
+                          shift=args.shift, seconds=args.seconds,
+                          loader="-R,counts,--floor" if mode == "floor" else f"-R,{mode}")
 
 
 def program_rows(mode, result, shift):

@@ -14,24 +14,17 @@ at most 13 lookups.
 """
 
 import argparse
-import json
 import math
 import pathlib
-import subprocess
-import sys
 import tempfile
 
 from analysis import windows
+from bench import progstats
+from bench.progstats import instructions
 from bench.section import print_section
 from guest.host.run import helper_output
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 SIZES = (1, 100, 4000)
-
-
-def fail(what):
-    sys.exit(f"windows_bench: error: {what}")
 
 
 def spread_windows(sysmap, n):
@@ -52,26 +45,11 @@ def spread_windows(sysmap, n):
 
 def boot(out, wfile, args):
     """The closing record of one boot, watching wfile (None: no window)."""
-    loader = "-q,-R,counts,--prog-stats" + (f",--windows,/tmp/host/{wfile.name}" if wfile
-                                             else "")
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", "unpatched", "--scenario", "record",
-           "--clock", "icount", "--shift", str(args.shift), "--phase-seed", "1",
-           "--duration", str(args.seconds), "--out", str(out), "--append",
-           f"ext4.chksum_window=gcc49 chkwin.workload=inode-loop chkwin.loader={loader}"]
-    cmd[2:2] = ["--guest-file", str(wfile)] if wfile else ["--no-lab-windows"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        fail(f"boot {out.name}: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
-    result = json.loads((out / "status.json").read_text()).get("chkwin")
-    if not result or not result.get("programs"):
-        fail(f"boot {out.name}: no closing record with program statistics")
-    return result
-
-
-def instructions(result, prog, shift):
-    """Guest instructions a run of prog, or None if it never ran."""
-    p = result["programs"].get(prog)
-    return p["ns"] / p["runs"] / 2 ** shift if p and p["runs"] else None
+    return progstats.boot(
+        out, out.name, flavour="unpatched", window="gcc49", shift=args.shift,
+        seconds=args.seconds,
+        loader="-R,counts" + (f",--windows,/tmp/host/{wfile.name}" if wfile else ""),
+        run_args=["--guest-file", str(wfile)] if wfile else ["--no-lab-windows"])
 
 
 def per_run(result, prog, shift):
