@@ -16,6 +16,7 @@ ENTRY_POINTS = {
     "analysis/stackscan/build.py": "analysis.stackscan.builder",
     "guest/initramfs.py": "guest.host.initramfs",
     "guest/kbuild.py": "guest.host.kbuild",
+    "guest/kernelwindows.py": "guest.host.kernelwindows",
     "guest/lab_demo.py": "guest.host.lab_demo",
     "guest/lab_windows.py": "guest.host.lab_windows",
     "guest/loaderbuild.py": "guest.host.loaderbuild",

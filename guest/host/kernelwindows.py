@@ -6,8 +6,11 @@ on the gcc49 emulation are its two ranges, and the guest's chkwin watches
 them (guest/scenarios/_lib.sh passes --windows).  The file and stackscan's
 report are cached, keyed by the vmlinux (path, size, mtime), the stackscan
 binary and the allow list, so a boot costs a lookup, not a scan.
+
+    /usr/bin/python3 guest/kernelwindows.py VMLINUX   # prints the cache entry
 """
 
+import argparse
 import pathlib
 import shutil
 import subprocess
@@ -22,7 +25,8 @@ GUEST_NAME = "lab.windows"
 
 
 def cached_scan(vmlinux):
-    """(windows file, stackscan report) of vmlinux, scanned on a cache miss."""
+    """The cache entry (a directory: windows, stackscan.txt) of vmlinux,
+    scanned on a miss."""
     vmlinux = pathlib.Path(vmlinux).resolve()
     st = vmlinux.stat()
     scanner = stackscan.build()
@@ -43,13 +47,26 @@ def cached_scan(vmlinux):
 
     entry, _ = cached(cache_root() / "lab-windows" / key.hexdigest(), make,
                       "lab windows", ready=lambda d: (d / "windows").is_file())
-    return entry / "windows", entry / "stackscan.txt"
+    return entry
+
+
+def copy_from(entry, out, name=GUEST_NAME):
+    """The windows file of a cache entry as out/name, stackscan's report
+    beside it (name.stackscan.txt); returns out/name."""
+    shutil.copyfile(pathlib.Path(entry) / "windows", out / name)
+    shutil.copyfile(pathlib.Path(entry) / "stackscan.txt", out / f"{name}.stackscan.txt")
+    return out / name
 
 
 def copy_to(vmlinux, out, name=GUEST_NAME):
-    """The windows of vmlinux as out/name, stackscan's report beside it
-    (name.stackscan.txt); returns out/name."""
-    windows, report = cached_scan(vmlinux)
-    shutil.copyfile(windows, out / name)
-    shutil.copyfile(report, out / f"{name}.stackscan.txt")
-    return out / name
+    """The windows of vmlinux as out/name (scanned on a cache miss)."""
+    return copy_from(cached_scan(vmlinux), out, name)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("vmlinux", type=pathlib.Path)
+    args = ap.parse_args()
+    if not args.vmlinux.is_file():
+        die(f"{args.vmlinux}: no such file")
+    print(cached_scan(args.vmlinux))
