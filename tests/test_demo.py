@@ -67,9 +67,12 @@ def test_layout_latest_and_the_record_of_the_run(demo):
                                        "unpatched-gcc49": 4,
                                        "unpatched-gcc49-w16-pilot": 1,
                                        "unpatched-gcc49-exact-recorded": 1}
+    kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
     for b in doc["boots"]:
         status = json.loads((top / b["dir"] / "status.json").read_text())
         assert status["scenario_status"] == 0
+        # The lab's windows go only to boots whose chkwin watches them.
+        assert status["lab_windows"] == (kinds[b["condition"]] in ("recorded", "rate"))
         assert status["checksum_calls"] == b["calls"] > 0
         assert status["clock"]["kind"] == "icount" and status["smp"] == 1
         assert b["interrupts"]["timer"] > 0

@@ -492,6 +492,10 @@ class Experiment:
                "--append", self.append(c), "--out", str(out)]
         if c["singlestep"]:
             cmd.append("--singlestep")
+        # Counting boots run no tracer: no windows disk, the guest's
+        # devices as they were when the plan's figures were measured.
+        if c["kind"] not in ("recorded", "rate"):
+            cmd.append("--no-lab-windows")
         if c["clock"] == "icount":
             cmd += ["--clock", "icount", "--shift", str(self.args.shift),
                     "--phase-seed", str(self.phase_seed(c, n))]
