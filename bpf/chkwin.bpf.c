@@ -810,7 +810,8 @@ int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 	slot = bpf_this_cpu_ptr(&__irq_regs);
 	regs = *slot;
 	/* The slot holds a plain address: its fields need a probe read. */
-	if (!regs || bpf_probe_read_kernel(&at, sizeof(at), __builtin_preserve_access_index(&regs->sp))) {
+	if (!regs || bpf_probe_read_kernel(&at, sizeof(at),
+					   __builtin_preserve_access_index(&regs->sp))) {
 		arrival_start(irq, 0, 0, 1, false);
 		return 0;
 	}

@@ -352,10 +352,10 @@ def main():
     vmlinux = pathlib.Path(kernel).parent / "vmlinux"
     lab_windows = args.flavour != "stock" and not args.no_lab_windows and vmlinux.is_file()
     passed = list(args.guest_file)
-    if lab_windows and kernelwindows.GUEST_NAME in (p.name for p in passed):
-        die(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the lab kernel's "
-            "own windows file (rename yours, or pass --no-lab-windows)")
     if lab_windows:
+        if kernelwindows.GUEST_NAME in (p.name for p in passed):
+            die(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the lab kernel's "
+                "own windows file (rename yours, or pass --no-lab-windows)")
         # Through the helper, whose cache lines stay out of our stderr.
         passed.append(kernelwindows.copy_from(
             helper_output("kernelwindows.py", str(vmlinux)), args.out))
