@@ -44,6 +44,7 @@ from guest.host.cachedir import die
 from guest.host import interrupts
 from guest.host import kernelwindows
 from guest.host import kmsg
+from guest.host import recordreplay
 
 GUEST = pathlib.Path(__file__).resolve().parents[1]
 PY = "/usr/bin/python3"
@@ -112,10 +113,11 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
            "-no-reboot", "-monitor", "none",
            "-kernel", str(kernel), "-append", append,
            "-chardev", f"file,id=console,path={out / 'console.log'}",
-           "-serial", "chardev:console",
-           # read-only: no run can change the test disk (vda)
-           "-drive", f"file={disk},if=none,id=testdisk,format=raw,readonly=on",
-           "-device", "virtio-blk-pci,drive=testdisk"]
+           "-serial", "chardev:console"]
+    record = args.record_replay
+    # read-only: no run can change the test disk (vda)
+    cmd += recordreplay.drive(disk, "testdisk", True, record) + \
+        ["-device", "virtio-blk-pci,drive=testdisk"]
     if args.root == "debian":
         rootfs, tools = boot
         # snapshot: the guest writes to a throwaway overlay, never to the
@@ -124,15 +126,15 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
         # (dpkg syncs every file) cost much under TCG, and a build that
         # does not finish is thrown away anyway.
         writes = ",cache=unsafe" if args.rootfs_writable else ",snapshot=on"
-        cmd += ["-drive", f"file={rootfs},if=none,id=rootfs,format=raw{writes}",
-                "-device", "virtio-blk-pci,drive=rootfs",
-                "-drive", f"file={tools},if=none,id=tools,format=raw,readonly=on",
-                "-device", "virtio-blk-pci,drive=tools"]
+        cmd += recordreplay.drive(rootfs, "rootfs", False, record, writes) + \
+            ["-device", "virtio-blk-pci,drive=rootfs"] + \
+            recordreplay.drive(tools, "tools", True, record) + \
+            ["-device", "virtio-blk-pci,drive=tools"]
     else:
         cmd += ["-initrd", str(boot)]
     if files:
-        cmd += ["-drive", f"file={files},if=none,id=hostfiles,format=raw,readonly=on",
-                "-device", "virtio-blk-pci,drive=hostfiles,serial=chkwin-files"]
+        cmd += recordreplay.drive(files, "hostfiles", True, record) + \
+            ["-device", "virtio-blk-pci,drive=hostfiles,serial=chkwin-files"]
     cmd += ["-device", "virtio-serial-pci",
            "-chardev", f"file,id=results,path={out / 'results.bin'}",
            "-device", "virtserialport,chardev=results,name=chkwin.results",
@@ -141,8 +143,16 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
     if args.singlestep:
         cmd.append("-singlestep")
     if args.clock == "icount":
-        cmd += ["-icount", f"shift={args.shift},sleep=off", "-rtc", "clock=vm"]
+        rr_log = out / recordreplay.LOG_NAME if record else None
+        cmd += ["-icount", recordreplay.icount_option(args.shift, icount_sleep(args), rr_log),
+                "-rtc", "clock=vm"]
     return cmd
+
+
+def icount_sleep(args):
+    """Whether an idle guest's virtual clock waits for the host's: never,
+    except when recording (QEMU 7.2's record mode hangs with sleep=off)."""
+    return args.record_replay and recordreplay.RECORD_NEEDS_SLEEP
 
 
 def kernel_hz(kernel):
@@ -168,7 +178,8 @@ def clock_settings(args):
     """The clock as status.json records it."""
     if args.clock == "icount":
         return {"kind": "icount", "shift": args.shift, "ns_per_insn": 2 ** args.shift,
-                "sleep": False, "rtc": "vm", "dtb_randomness": False}
+                "sleep": icount_sleep(args), "rtc": "vm", "dtb_randomness": False,
+                "record_replay": args.record_replay}
     return {"kind": "host"}
 
 
@@ -300,6 +311,10 @@ def parse_args():
                     help="the walker stops after N passes (or --duration, "
                          "whichever ends first): calls that do not depend on "
                          "how much guest time block I/O took")
+    ap.add_argument("--record-replay", action="store_true",
+                    help="with --clock icount: record the boot with QEMU's "
+                         "record/replay (replay.bin, replay.json in --out), so "
+                         "that guest/replay.py can replay it and walk its failures")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="echo the guest console on stdout")
     ap.add_argument("--out", type=pathlib.Path, required=True)
@@ -320,6 +335,12 @@ def main():
         args.smp = 1
     elif args.smp is None:
         args.smp = 2
+    if args.record_replay and args.clock != "icount":
+        die("--record-replay needs --clock icount: QEMU records and replays "
+            "only instruction time")
+    if args.record_replay and args.rootfs_writable:
+        die("--record-replay cannot write the root disk: a recorded boot's "
+            "disks are snapshots")
     if args.phase_seed is not None and not 0 <= args.phase_seed < 2 ** 32:
         die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^32-1")
     if args.stock_package and args.flavour != "stock":
@@ -370,9 +391,36 @@ def main():
         slower *= max(1, 16 // 2 ** args.shift)
     timeout = args.timeout or (4 * args.duration + 120) * slower
 
+    ending, qemu_exit, wall = boot_qemu(cmd, console, args.out, timeout)
+    text = console.text()
+    # The kernel's cache entry (flavour and the hash of its inputs): what
+    # tells two builds of one flavour apart when runs are pooled.
+    status = {"flavour": args.flavour, "kernel": pathlib.Path(kernel).parent.name,
+              "stock_package": args.stock_package,
+              "root": args.root, "scenario": args.scenario,
+              "duration": args.duration, "append": args.append,
+              "lab_windows": lab_windows,
+              "singlestep": args.singlestep, "smp": args.smp,
+              "clock": clock_settings(args), "phase_seed": args.phase_seed,
+              "passes": args.passes,
+              **console_figures(text, ending, qemu_exit, wall)}
+    write_json(args.out / "status.json", status)
+    if args.record_replay and ending == "exited":
+        inputs = {"kernel": kernel, "disk": disk}
+        inputs.update({what.replace(" ", "_"): path for what, path in files})
+        if (args.out / "guest-files.tar").is_file():
+            inputs["guest_files"] = args.out / "guest-files.tar"
+        recordreplay.save(args.out, cmd, inputs, status["kernel"],
+                          status["guest_uptime"], wall, timeout)
+    sys.exit(boot_exit(status, text, timeout, args.out, args.scenario))
+
+
+def boot_qemu(cmd, console, out, timeout):
+    """Run QEMU until it exits or the watchdog stops it: (ending, QEMU's
+    exit status, wall seconds)."""
     start = time.monotonic()
     # QEMU's messages go to a file: a pipe nobody reads could fill and stall it.
-    with open(args.out / "qemu.log", "wb") as qemu_log:
+    with open(out / "qemu.log", "wb") as qemu_log:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                     stdout=qemu_log, stderr=qemu_log)
@@ -385,55 +433,58 @@ def main():
             # Interrupted (^C, SIGTERM): leave no guest running behind us.
             if proc.poll() is None:
                 stop(proc)
-    text = console.text()
+    return ending, proc.returncode, round(time.monotonic() - start, 1)
+
+
+def write_json(path, doc):
+    """Written aside and renamed: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def console_figures(text, ending, qemu_exit, wall):
+    """What a boot's console says of it: the part of status.json that a
+    replay of the boot must reproduce (ending and figures), and its cost."""
     statuses = STATUS_RE.findall(text)
     uptimes = UPTIME_RE.findall(text)
     failures = kmsg.failures(text)
     calls = CALLS_RE.findall(text)
-    # The kernel's cache entry (flavour and the hash of its inputs): what
-    # tells two builds of one flavour apart when runs are pooled.
-    status = {"flavour": args.flavour, "kernel": pathlib.Path(kernel).parent.name,
-              "stock_package": args.stock_package,
-              "root": args.root, "scenario": args.scenario,
-              "duration": args.duration, "append": args.append,
-              "lab_windows": lab_windows,
-              "singlestep": args.singlestep, "smp": args.smp,
-              "clock": clock_settings(args), "phase_seed": args.phase_seed,
-              "passes": args.passes,
-              "ending": ending, "qemu_exit": proc.returncode,
-              "scenario_status": int(statuses[-1]) if statuses else None,
-              "wall_seconds": round(time.monotonic() - start, 1),
-              "guest_uptime": float(uptimes[-1]) if uptimes else None,
-              "checksum_invalid": failures["inode"],
-              "checksum_failures": failures,
-              "checksum_failures_total": sum(failures.values()),
-              "checksum_calls": int(calls[-1]) if calls else None,
-              "interrupts": interrupts.around_scenario(text),
-              "chkwin": chkwin_result(text)}
-    tmp = args.out / ".status.json.tmp"
-    tmp.write_text(json.dumps(status, indent=2) + "\n")
-    os.replace(tmp, args.out / "status.json")
+    return {"ending": ending, "qemu_exit": qemu_exit,
+            "scenario_status": int(statuses[-1]) if statuses else None,
+            "wall_seconds": wall,
+            "guest_uptime": float(uptimes[-1]) if uptimes else None,
+            "checksum_invalid": failures["inode"],
+            "checksum_failures": failures,
+            "checksum_failures_total": sum(failures.values()),
+            "checksum_calls": int(calls[-1]) if calls else None,
+            "interrupts": interrupts.around_scenario(text),
+            "chkwin": chkwin_result(text)}
 
-    if ending == "hang":
+
+def boot_exit(status, text, timeout, out, scenario):
+    """The exit status of a boot (run.py's and a replay's), with its
+    one-line reason on stderr."""
+    console = out / "console.log"
+    if status["ending"] == "hang":
         print(f"run: error: guest hung: no poweroff within {timeout} s "
-              f"(console: {console.path})", file=sys.stderr)
-        sys.exit(EXIT_HANG)
-    if ending == "panic":
+              f"(console: {console})", file=sys.stderr)
+        return EXIT_HANG
+    if status["ending"] == "panic":
         line = PANIC_RE.search(text).group(0).strip()
         print(f"run: error: guest panicked: {line}", file=sys.stderr)
-        sys.exit(EXIT_PANIC)
+        return EXIT_PANIC
     if status["scenario_status"] is None:
-        qemu_err = (args.out / "qemu.log").read_text(errors="replace").strip()
+        qemu_err = (out / "qemu.log").read_text(errors="replace").strip()
         why = qemu_err.splitlines()[-1] if qemu_err else \
-            f"QEMU exited {proc.returncode}"
+            f"QEMU exited {status['qemu_exit']}"
         print(f"run: error: guest stopped without a CHKWIN-STATUS line "
-              f"({why}; console: {console.path})", file=sys.stderr)
-        sys.exit(EXIT_NO_STATUS)
+              f"({why}; console: {console})", file=sys.stderr)
+        return EXIT_NO_STATUS
     if status["scenario_status"] != 0:
-        print(f"run: error: scenario {args.scenario} exited "
-              f"{status['scenario_status']} (console: {console.path})",
-              file=sys.stderr)
-    sys.exit(status["scenario_status"])
+        print(f"run: error: scenario {scenario} exited "
+              f"{status['scenario_status']} (console: {console})", file=sys.stderr)
+    return status["scenario_status"]
 
 
 if __name__ == "__main__":
