@@ -1,0 +1,294 @@
+"""Walk a recorded boot's checksum failures back to their cause, by
+replaying it under QEMU's gdb stub (guest/replay.py RUN --failure N|all).
+
+The walk knows ext4, not the window: a failure is an ext4 error report
+with EFSBADCRC, the call that went wrong is the last ext4_chksum() before
+it whose result is not the CRC32C of its bytes, and the word it read the
+wrong result from is found by value on the stack below that call.  From
+there a watch on that word, over a third replay of the call alone, shows
+every write and read of it: the checksum code storing the right state,
+the last write before the read (in the 2021 bug: an exception entry
+saving a register over the released frame, whose saved pc is the
+interrupted instruction) and the load that read it back.  Nothing tells
+the walk where the window is; the run's windows file only names it
+afterwards.  Three replays serve any number of failures (one pass each:
+failures, calls, watches), each from the start of the recording, each
+checked to be a prefix of the recording's console.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+from analysis import windows as windows_file
+from guest.host import recordreplay
+from guest.host.cachedir import die
+
+GDB = "gdb-multiarch"
+GDB_SIDE = pathlib.Path(__file__).with_name("gdbwalk.py")
+ERROR_FUNCTIONS = ("__ext4_error_inode", "__ext4_error")
+CHKSUM_FUNCTION = "ext4_chksum"
+# Instructions before a failure searched for the call that went wrong,
+# first the short reach, then each ten times longer (a preempted or long
+# interrupted call may lie further back).
+REACHES = (200_000, 2_000_000, 20_000_000)
+# Stack bytes below the call's sp searched for the word holding the
+# wrong result: the descriptor lies in the call's own frames, within
+# this of its sp on entry.
+STACK_SCAN_BYTES = 1024
+SOCKET_WAIT = 30
+
+
+def console_is_prefix(run, passdir):
+    """Whether the pass's console (cut short when gdb let go) is the
+    start of the recorded one: the replay followed the recording."""
+    recorded = (run / "console.log").read_bytes()
+    replayed = (passdir / "console.log").read_bytes() \
+        if (passdir / "console.log").exists() else b""
+    return recorded.startswith(replayed)
+
+
+def run_pass(run, meta, out, kind, job, name=None):
+    """One replay of run under gdb, running gdbwalk.py's pass kind in
+    out/pass-<name>; its findings (dict).  QEMU and gdb are stopped by
+    their own pids whatever happens."""
+    name = name or kind
+    passdir = out / f"pass-{name}"
+    passdir.mkdir()
+    sock = passdir / "gdb.sock"
+    argv = recordreplay.replay_argv(meta, passdir) + [
+        "-gdb", f"unix:{sock},server=on,wait=off", "-S"]
+    job = {**job, "pass": kind, "socket": str(sock)}
+    (passdir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
+    result = passdir / "result.json"
+    vmlinux = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "vmlinux"
+    env = {**os.environ, "CHKWIN_WALK_JOB": str(passdir / "job.json"),
+           "CHKWIN_WALK_OUT": str(result)}
+    start = time.monotonic()
+    with open(passdir / "qemu.log", "wb") as qlog, open(passdir / "gdb.log", "wb") as glog:
+        qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=qlog, stderr=qlog)
+        gdb = None
+        try:
+            # gdb must not connect before QEMU listens (it would get
+            # "Remote replied unexpectedly to 'vMustReplyEmpty'").
+            deadline = time.monotonic() + SOCKET_WAIT
+            while not sock.exists():
+                if qemu.poll() is not None or time.monotonic() > deadline:
+                    die(f"walk: QEMU did not open its gdb socket "
+                        f"({last_line(passdir / 'qemu.log') or 'no message'})")
+                time.sleep(0.05)
+            gdb = subprocess.Popen(
+                [GDB, "-batch", "-nx", "-ex", "set auto-load off", str(vmlinux),
+                 "-x", str(GDB_SIDE)], stdin=subprocess.DEVNULL, stdout=glog,
+                stderr=glog, env=env)
+            try:
+                gdb.wait(timeout=meta["timeout"] * 4)
+            except subprocess.TimeoutExpired:
+                die(f"walk: the {name} pass did not finish in {meta['timeout'] * 4} s "
+                    f"(gdb log: {passdir / 'gdb.log'})")
+        except FileNotFoundError as e:
+            die(f"walk: {e.filename} not found: install gdb-multiarch and "
+                "qemu-system-arm (make deps)")
+        finally:
+            for proc in (gdb, qemu):
+                if proc is not None and proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+    if not result.is_file():
+        die(f"walk: the {name} pass found nothing: "
+            f"{last_line(passdir / 'gdb.log') or 'gdb said nothing'} "
+            f"(gdb log: {passdir / 'gdb.log'})")
+    if not console_is_prefix(run, passdir):
+        die(f"walk: the {name} pass's replay diverged from the recording "
+            f"(console: {passdir / 'console.log'})")
+    found = json.loads(result.read_text())
+    found["wall_seconds"] = round(time.monotonic() - start, 1)
+    return found
+
+
+def last_line(path):
+    lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+    return lines[-1] if lines else ""
+
+
+def find_bad_calls(run, meta, out, failures):
+    """{failure number: the last call before it whose result is wrong},
+    searching REACHES instructions back, longer where none is found."""
+    found, pending = {}, list(failures)
+    for i, reach in enumerate(REACHES):
+        if not pending:
+            break
+        targets = [{"failure": n, "icount": f["icount"], "from": max(0, f["icount"] - reach)}
+                   for n, f in pending]
+        res = run_pass(run, meta, out, "calls",
+                       {"targets": targets, "chksum_function": CHKSUM_FUNCTION,
+                        "stack_scan_bytes": STACK_SCAN_BYTES}, f"calls-{i + 1}")
+        by_number = {t["failure"]: t["calls"] for t in res["targets"]}
+        still = []
+        for n, f in pending:
+            bad = [c for c in by_number.get(n, []) if c["bad"]]
+            if bad:
+                found[n] = {**bad[-1], "reach": reach,
+                            "calls_searched": len(by_number[n])}
+            else:
+                still.append((n, f))
+        pending = still
+    return found
+
+
+def pt_regs_field(offset, layout):
+    """The pt_regs member at offset, e.g. 'x13' or 'pc'."""
+    named = {layout["sp"]: "sp", layout["pc"]: "pc", layout["pstate"]: "pstate"}
+    word = offset - offset % 8
+    half = "low" if offset % 8 == 0 else "high"
+    if word in named:
+        return f"pt_regs.{named[word]} ({half} half)"
+    if 0 <= word < 8 * 31:
+        return f"pt_regs.x{word // 8} ({half} half)"
+    return f"pt_regs+{offset:#x}"
+
+
+def window_of(pc, placed):
+    for window, first, last in placed:
+        if first <= pc <= last:
+            return window.name
+    return None
+
+
+def mechanism(call, watch, layout, placed):
+    """The story of one failure from its bad call and the watch of the
+    words that held its result."""
+    hits = watch["hits"]
+    wrong = call["result"]
+    reads = [h for h in hits if h["kind"] == "read" and h["after"] == wrong]
+    # The class of bug: a read of a word below the reader's own sp.  Reads
+    # above it are interrupt handlers reading their own frames.
+    reads = [h for h in reads if h["addr"] < h["sp"]] or reads
+    if not reads:
+        return {"explained": False,
+                "why": "no word the call stored into was overwritten with the "
+                       "wrong result and read back"}
+    load = reads[-1]
+    writes = [h for h in hits if h["kind"] == "write" and h["addr"] == load["addr"]
+              and h["icount"] <= load["icount"]]
+    overwrite = writes[-1]
+    stored = next((w for w in reversed(writes[:-1]) if w["after"] != wrong), None)
+    story = {"explained": overwrite["after"] == wrong, "slot": load["addr"],
+             "load": load, "overwrite": overwrite, "stored": stored,
+             "stored_value": overwrite["before"], "read_value": wrong,
+             "writes_during_call": sum(1 for h in hits if h["kind"] == "write"),
+             "expected": call["expected"],
+             "stored_is_expected": overwrite["before"] == call["expected"]}
+    frame = overwrite.get("frame")
+    if frame:
+        story["interrupt"] = {
+            "pc": frame["pc"], "at": frame.get("at"), "insn": frame.get("insn"),
+            "sp": frame["sp"], "pstate": frame["pstate"],
+            "frame_base": frame["base"], "elr_el1": overwrite.get("elr_el1"),
+            "field": pt_regs_field(load["addr"] - frame["base"], layout),
+            "window": window_of(frame["pc"], placed)}
+    return story
+
+
+def placed_windows(run, meta):
+    """The run's windows (lab.windows) placed by the kernel's System.map,
+    or [] where the run has none."""
+    path = run / "lab.windows"
+    system_map = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "System.map"
+    if not path.is_file() or not system_map.is_file():
+        return []
+    try:
+        return windows_file.place(windows_file.read(path),
+                                  windows_file.symbols_from(system_map))
+    except windows_file.WindowsError as e:
+        die(f"{path}: {e}")
+
+
+def story_text(n, failure, call, story):
+    lines = [f"failure {n}: {failure.get('message')!r} ({failure['function']} from "
+             f"{failure.get('reported_by')}), inode {failure.get('inode')}, "
+             f"reported at instruction {failure['icount']:,}"]
+    if call is None:
+        lines.append("  no ext4_chksum() call returned a wrong CRC32C in the "
+                     f"{REACHES[-1]:,} instructions before the report")
+        return "\n".join(lines)
+    lines.append(f"  call      ext4_chksum(crc={call['crc']:#010x}, {call['length']} bytes "
+                 f"at {call['address']:#x}) at {call['entry_icount']:,}, sp {call['sp']:#x}: "
+                 f"returned {call['result']:#010x}, the CRC32C of its bytes is "
+                 f"{call['expected']:#010x}")
+    if not story.get("explained"):
+        lines.append(f"  unexplained: {story.get('why', 'the last write is not the wrong value')}")
+        return "\n".join(lines)
+    if story["stored"]:
+        s = story["stored"]
+        lines.append(f"  stored    {story['stored_value']:#010x} at {story['slot']:#x} "
+                     f"by {s['at']} ({s['insn']}) at {s['icount']:,}")
+    irq = story.get("interrupt")
+    if irq:
+        win = f"in window {irq['window']}" if irq["window"] else "in no window of lab.windows"
+        lines.append(f"  interrupt pc {irq['at']} ({irq['insn']}), sp {irq['sp']:#x}, "
+                     f"pstate {irq['pstate']:#x}: {win}; frame at {irq['frame_base']:#x}")
+    o = story["overwrite"]
+    what = story["interrupt"]["field"] if irq else f"{story['slot']:#x}"
+    lines.append(f"  overwrite {o['at']} ({o['insn']}) wrote {what} over the "
+                 f"state: {o['before']:#010x} -> {o['after']:#010x} at {o['icount']:,}")
+    ld = story["load"]
+    lines.append(f"  load      {ld['at']} ({ld['insn']}) read {ld['after']:#010x} "
+                 f"at {ld['icount']:,}, sp {ld['sp']:#x} (the word is "
+                 f"{ld['sp'] - story['slot']} bytes below it)")
+    return "\n".join(lines)
+
+
+def main(run, meta, which, out):
+    vmlinux = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "vmlinux"
+    if not vmlinux.is_file():
+        die(f"walk: no vmlinux beside the recording's kernel ({vmlinux}): "
+            "a walk needs a lab kernel's symbols and types")
+    status = json.loads((run / "status.json").read_text())
+    limit = None if which == "all" else which
+    found = run_pass(run, meta, out, "failures",
+                     {"limit": limit, "error_functions": list(ERROR_FUNCTIONS)})
+    failures = found["failures"]
+    if which != "all" and len(failures) < which:
+        die(f"walk: the recording has {len(failures)} checksum failure"
+            f"{'s' if len(failures) != 1 else ''}; there is no failure {which}")
+    chosen = list(enumerate(failures, 1))
+    if which != "all":
+        chosen = chosen[which - 1:which]
+    calls = find_bad_calls(run, meta, out, chosen)
+    targets = [{"failure": n, "entry_icount": c["entry_icount"], "sp": c["sp"],
+                "lr": c["lr"], "result": c["result"], "words": c["holding_result"]}
+               for n, c in sorted(calls.items(), key=lambda kv: kv[1]["entry_icount"])]
+    watched = run_pass(run, meta, out, "slots", {"targets": targets}) if targets \
+        else {"targets": [], "pt_regs": None}
+    watch_of = {t["failure"]: t for t in watched["targets"]}
+    placed = placed_windows(run, meta)
+    walks = []
+    for n, failure in chosen:
+        call = calls.get(n)
+        story = None
+        if call is not None:
+            watch = watch_of.get(n, {"hits": []})
+            story = {"explained": False, "why": watch["error"]} if "error" in watch \
+                else mechanism(call, watch, watched["pt_regs"], placed)
+        walks.append({"failure": n, "report": failure, "call": call, "story": story,
+                      "text": story_text(n, failure, call, story)})
+    doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
+           "failures_reported": len(failures) if which == "all" else None,
+           "walked": len(walks),
+           "explained": sum(1 for w in walks if w["story"] and w["story"]["explained"]),
+           "in_window": sum(1 for w in walks if w["story"] and w["story"].get("interrupt")
+                            and w["story"]["interrupt"]["window"]),
+           "walks": walks}
+    tmp = out / ".walk.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, out / "walk.json")
+    for w in walks:
+        print(w["text"])
+    print(f"walk: {doc['explained']} of {doc['walked']} failures explained, "
+          f"{doc['in_window']} by an interrupt in a window of lab.windows "
+          f"({out / 'walk.json'})")
+    return 0 if doc["explained"] == doc["walked"] else 1
