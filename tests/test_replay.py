@@ -1,0 +1,205 @@
+"""Record and replay (guest/run.py --record-replay, guest/replay.py): a
+recorded untraced boot replays to the same console and figures, a walk
+takes a failure back to the interrupt that overwrote the checksum state
+and to the load that read it, a window stackscan does not flag is found
+all the same, and a replay log that is not the recording's is refused
+before QEMU starts.
+
+Sizing: untraced inode-loop boots at -icount shift=4, 10 guest seconds,
+about 340,000 checksum calls.  The loop window of width 4 has 9 fatal
+instruction boundaries; at about 1,020 timer arrivals a guest second and
+16 ns an instruction the model predicts 1.5e-4 failures a call, about
+50 a boot (gcc49-exact made 7 in such a boot, W = 1), so a boot without
+one is out of the question.  gcc49-indirect has three fatal boundaries
+(release, reload, load), about 15 a boot predicted.
+"""
+
+import hashlib
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.boots import boot_many, icount_args
+from tests.kernels import PY, REPO, kernel_dir
+
+pytestmark = pytest.mark.guest
+
+REPLAY = [PY, str(REPO / "guest/replay.py")]
+SEED = 7
+SECONDS = 10
+LOOP_WIDTH = 4
+
+
+def digests(run):
+    """SHA-256 of every file a recording keeps: a replay must not touch one."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run.iterdir()) if p.is_file()}
+
+
+def replay(*args):
+    return subprocess.run([*REPLAY, *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    """A recorded loop-window boot and a recorded gcc49-indirect boot, the
+    second on a copy of the test disk (the refusal test changes it)."""
+    disk = tmp_path_factory.mktemp("disk") / "testdisk.img"
+    shutil.copyfile(subprocess.run([PY, str(REPO / "guest/testdisk.py"), "--print-path"],
+                                   capture_output=True, text=True, check=True)
+                    .stdout.split()[-1], disk)
+    loop = tmp_path_factory.mktemp("rec-loop")
+    indirect = tmp_path_factory.mktemp("rec-indirect")
+    runs = boot_many([
+        (loop, "unpatched", "inode-loop", *icount_args(SEED, duration=SECONDS),
+         "--record-replay", "--append",
+         f"ext4.chksum_window=gcc49 ext4.chksum_window_width={LOOP_WIDTH}"),
+        (indirect, "unpatched", "inode-loop", *icount_args(SEED, duration=SECONDS),
+         "--record-replay", "--disk", str(disk), "--append",
+         "ext4.chksum_window=gcc49-indirect")])
+    for run in runs:
+        assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
+        assert run.status["checksum_failures_total"] > 0, run.status
+        assert run.status["clock"]["record_replay"] is True
+    return {"loop": runs[0], "indirect": runs[1], "disk": disk}
+
+
+def test_recording_keeps_log_command_line_and_input_hashes(recordings):
+    run = recordings["loop"].out
+    meta = json.loads((run / "replay.json").read_text())
+    assert meta["log"]["bytes"] == (run / "replay.bin").stat().st_size > 0
+    assert {"kernel", "initramfs", "disk", "guest_files"} <= set(meta["inputs"])
+    kernel = pathlib.Path(meta["inputs"]["kernel"]["path"])
+    assert kernel.parent.name == meta["kernel_entry"] == recordings["loop"].status["kernel"]
+    icount = meta["argv"][meta["argv"].index("-icount") + 1]
+    assert f",rr=record,rrfile={run / 'replay.bin'}" in icount
+    # Every block device behind blkreplay, its file never written.
+    assert "driver=blkreplay,if=none,image=testdisk-direct,id=testdisk,readonly=on" \
+        in meta["argv"]
+    assert any(a.startswith("file=") and "id=testdisk-direct" in a and "snapshot=on" in a
+               for a in meta["argv"])
+
+
+def test_replay_reproduces_the_recording(recordings):
+    run = recordings["loop"].out
+    before = digests(run)
+    proc = replay(run)
+    assert proc.returncode == 0, proc.stderr
+    assert "reproduced" in proc.stdout and proc.stderr == ""
+    out = run / "replay-1"
+    assert (out / "console.log").read_bytes() == (run / "console.log").read_bytes()
+    status = json.loads((out / "status.json").read_text())
+    assert status["checksum_failures"] == recordings["loop"].status["checksum_failures"]
+    assert status["checksum_calls"] == recordings["loop"].status["checksum_calls"]
+    assert digests(run) == before
+
+
+def failure_inodes(console):
+    return [int(m) for m in re.findall(r"inode #(\d+): .*iget: checksum invalid", console)]
+
+
+def symbol(kernel, name):
+    for line in (kernel / "System.map").read_text().splitlines():
+        addr, _, sym = line.split()
+        if sym == name:
+            return int(addr, 16)
+    raise AssertionError(f"{name} not in System.map")
+
+
+def walk_one(run, n=1):
+    proc = replay(run, "--failure", n)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((run / "walk-1" / "walk.json").read_text())
+    assert doc["walked"] == doc["explained"] == 1
+    return doc["walks"][0], proc.stdout
+
+
+def test_walk_names_the_interrupted_instruction_and_the_overwritten_bytes(recordings):
+    run = recordings["loop"]
+    walk, text = walk_one(run.out)
+    kernel = kernel_dir("unpatched")
+    call, story = walk["call"], walk["story"]
+    # The call's result is not the CRC32C of its bytes; the state the
+    # checksum code stored was, and the load read something else.
+    assert call["result"] != call["expected"] == story["stored_value"]
+    assert story["read_value"] == call["result"] == story["overwrite"]["after"]
+    assert story["stored"]["at"].startswith(("chksum_update+", "ext4_chksum_gcc49+"))
+    # An exception entry wrote it: the interrupted pc lies in the loop
+    # window, between its labels, and lab.windows names that window.
+    irq = story["interrupt"]
+    start = symbol(kernel, "ext4_chksum_gcc49_window_start")
+    end = symbol(kernel, "ext4_chksum_gcc49_window_end")
+    assert start <= irq["pc"] <= end, irq
+    assert irq["elr_el1"] == irq["pc"]
+    assert irq["window"] and irq["window"].startswith("ext4_chksum_gcc49+")
+    assert re.fullmatch(r"pt_regs\.x\d+ \((low|high) half\)", irq["field"])
+    assert story["overwrite"]["at"].startswith("el1h_64_irq+")
+    # The load is the window's own, reading below its sp.
+    assert story["load"]["pc"] == end and story["slot"] < story["load"]["sp"]
+    assert walk["report"]["inode"] == failure_inodes(run.console)[0]
+    assert f"in window {irq['window']}" in text
+
+
+def test_walk_explains_a_window_stackscan_does_not_flag(recordings):
+    run = recordings["indirect"]
+    windows = (run.out / "lab.windows").read_text()
+    assert "ext4_chksum_gcc49_indirect" not in windows
+    walk, text = walk_one(run.out)
+    kernel = kernel_dir("unpatched")
+    story = walk["story"]
+    load = symbol(kernel, "ext4_chksum_gcc49_indirect_load")
+    assert story["load"]["pc"] == load and story["load"]["at"].startswith(
+        "ext4_chksum_gcc49_indirect+")
+    assert story["slot"] < story["load"]["sp"]
+    irq = story["interrupt"]
+    # Interrupted after the release and at the latest at the load: the
+    # walk found the window with nothing to go on but the failure.
+    assert load - 8 <= irq["pc"] <= load and irq["window"] is None
+    assert "in no window of lab.windows" in text
+
+
+def test_a_log_that_is_not_the_recordings_is_refused_before_qemu(recordings, tmp_path):
+    loop, indirect = recordings["loop"].out, recordings["indirect"].out
+    cases = {}
+    # Another boot's log.
+    other = tmp_path / "other"
+    shutil.copytree(loop, other, ignore=shutil.ignore_patterns("replay-*", "walk-*"))
+    shutil.copyfile(indirect / "replay.bin", other / "replay.bin")
+    cases["other"] = (other, "not this recording's replay log")
+    # A log cut short.
+    cut = tmp_path / "cut"
+    shutil.copytree(loop, cut, ignore=shutil.ignore_patterns("replay-*", "walk-*"))
+    data = (cut / "replay.bin").read_bytes()
+    (cut / "replay.bin").write_bytes(data[:len(data) // 2])
+    cases["cut"] = (cut, "truncated or damaged replay log")
+    # Another kernel: the recording names one whose bytes differ.
+    kernel = tmp_path / "kernel"
+    shutil.copytree(loop, kernel, ignore=shutil.ignore_patterns("replay-*", "walk-*"))
+    meta = json.loads((kernel / "replay.json").read_text())
+    patched = kernel_dir("patched") / "Image"
+    meta["inputs"]["kernel"]["path"] = str(patched)
+    (kernel / "replay.json").write_text(json.dumps(meta))
+    cases["kernel"] = (kernel, "has changed since it was recorded")
+    for name, (run, message) in cases.items():
+        before = digests(run)
+        proc = replay(run)
+        assert proc.returncode == 1, (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, \
+            (name, proc.stderr)
+        assert not list(run.glob("replay-*")), name
+        assert digests(run) == before
+    # Another disk: one byte of the recording's copy changed afterwards.
+    disk = recordings["disk"]
+    with open(disk, "r+b") as f:
+        f.seek(4096)
+        byte = f.read(1)
+        f.seek(4096)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    proc = replay(indirect)
+    assert proc.returncode == 1
+    assert f"disk {disk.resolve()} has changed" in proc.stderr
+    assert not list(indirect.glob("replay-*"))
