@@ -13,6 +13,7 @@ from analysis import compare
 from analysis import experiment
 from analysis import heatmap
 from analysis import summary
+from analysis import walks
 
 STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
          "padding:0 8px}table{border-collapse:collapse;display:block;"
@@ -103,12 +104,14 @@ def _log_sections(outdir, runs):
         stext = summary.text(s)
         title = f"Log {n}: {name}" + (" (truncated)" if s["truncated"] else "")
         h += [f"<h2>{_esc(title)}</h2>", f"<pre>{_esc(stext)}</pre>",
-              "<h3>Failures</h3>", _html_table(failure_rows(corr)),
+              "<h3>Failures (attributed by the tracer in the boot)</h3>",
+              _html_table(failure_rows(corr)),
               "<h3>Arrivals by instruction offset</h3>", _img(sub / "offset.png"),
               "<h3>Arrivals by position in the computation</h3>",
               _img(sub / "position.png")]
         md += [f"## {_md(title)}", "", "```", stext.replace("```", "'''"), "```", "",
-               "### Failures", "", _md_table(failure_rows(corr)), "",
+               "### Failures (attributed by the tracer in the boot)", "",
+               _md_table(failure_rows(corr)), "",
                f"![offset](log{n}/offset.png)", "", f"![position](log{n}/position.png)", ""]
     return h, md
 
@@ -204,6 +207,17 @@ def write_experiment(outdir, doc, runs):
     if rec:
         h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
         md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]
+    walked = walks.of_boots(outdir, doc["boots"])
+    if walked:
+        n, explained, in_window = walks.totals(walked)
+        note = (f"Attribution by {walks.SOURCE}: {explained} of {n} failures explained, "
+                f"{in_window} by an interrupt inside a window of the kernel's lab.windows. "
+                "The per-log failure tables further down come from the flight recorder "
+                "inside the recorded boots instead.")
+        wtable = walks.rows(walked)
+        h += ["<h2>Failures walked by replay</h2>", f"<p>{_esc(note)}</p>",
+              _html_table(wtable)]
+        md += ["## Failures walked by replay", "", _md(note), "", _md_table(wtable), ""]
     if doses:
         h.append("<h2>Dose-response</h2>")
         md += ["## Dose-response", ""]

@@ -54,6 +54,12 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              (no log kept) at each sampler rate: the interrupt rate as a
              dose; the loader counts the arrivals per guest second.
 
+With --rr-boots N the first N boots of each counting condition are recorded
+with QEMU's record/replay (guest/run.py --record-replay), and after the
+last round every failure of theirs is walked to its cause by replay
+(guest/replay.py --failure all); the report shows those walks, whose
+boots ran no tracer, beside the tracer's tables.
+
 Every boot's directory and experiment.json (the plan, the seed, every boot
 so far) are written as the run goes, so a killed run keeps what it did;
 `analysis/chkwin-analyze report results/<timestamp>` rebuilds the report.
@@ -241,6 +247,11 @@ def parse_args(argv=None):
                          "(default: inode-loop on icount, the walker alone, whose "
                          "failures the model predicts; inode-load, loadgen beside it, "
                          "on the host clock)")
+    ap.add_argument("--rr-boots", type=int, default=0, metavar="N",
+                    help="icount: record the first N boots of each counting "
+                         "condition with QEMU's record/replay, then walk every "
+                         "failure of theirs to its cause by replay (guest/replay.py; "
+                         "default 0)")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
     args = ap.parse_args(argv)
@@ -255,8 +266,11 @@ def parse_args(argv=None):
                  "a second vCPU)")
     if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
            args.dose_boots, args.jobs, args.boots, args.aa_width,
-           args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0:
+           args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0 \
+            or args.rr_boots < 0:
         ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
+    if args.rr_boots and args.clock != "icount":
+        ap.error("--rr-boots needs --clock icount: QEMU records only instruction time")
     if not 0 < args.power < 1:
         ap.error("--power must lie in (0, 1)")
     if not 0 < args.margin < 1 or args.budget <= 0:
@@ -499,6 +513,8 @@ class Experiment:
         if c["clock"] == "icount":
             cmd += ["--clock", "icount", "--shift", str(self.args.shift),
                     "--phase-seed", str(self.phase_seed(c, n))]
+            if c["kind"] == "counting" and n <= self.args.rr_boots:
+                cmd.append("--record-replay")
         return out, cmd
 
     def boot(self, c, n, rnd, slot):
@@ -525,7 +541,8 @@ class Experiment:
              "failures": status["checksum_failures"],
              "failures_total": status["checksum_failures_total"],
              "clock": status["clock"], "phase_seed": status["phase_seed"],
-             "interrupts": status["interrupts"]}
+             "interrupts": status["interrupts"],
+             "record_replay": bool(status["clock"].get("record_replay"))}
         if c["kind"] == "rate":
             result = status.get("chkwin")
             if not result:
@@ -590,7 +607,24 @@ def run(args):
         print(f"demo: round {rnd}{' (the pilot)' if pilot else ''}: {len(due)} boots, "
               f"about {left / 60:.1f} min; {exp.elapsed() / 60:.1f} min so far", flush=True)
         exp.run_round(due, rnd)
+    walk_recorded(top, exp.boots)
     return top
+
+
+def walk_recorded(top, boots):
+    """Every failure of the boots recorded for replay, walked to its cause
+    (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
+    reads).  A walk that fails is said in one line; the boots stay."""
+    recorded = [b for b in boots if b.get("record_replay") and b["failures_total"]]
+    for b in recorded:
+        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b["dir"]),
+                               "--failure", "all"], capture_output=True, text=True)
+        last = (proc.stdout.strip().splitlines() or [""])[-1]
+        if proc.returncode == 0 or last.startswith("walk: "):
+            print(f"demo: {b['dir']}: {last}", flush=True)
+        else:
+            why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            print(f"demo: {b['dir']}: the walk failed: {why}", flush=True)
 
 
 def point_latest(results, top):

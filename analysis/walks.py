@@ -1,0 +1,61 @@
+"""Failures walked by replay (guest/replay.py --failure all), as the report
+shows them: each boot's latest walk.json, and one row per failure.
+
+A walk's attribution comes from a replay of an untraced boot under QEMU's
+gdb stub, not from a tracer inside the boot: the call whose result was
+not the CRC32C of its bytes, the write that put the wrong value over the
+state it had stored, the exception frame of that write (the interrupted
+pc) and the load that read it back (guest/host/walk.py).
+"""
+
+import json
+import pathlib
+
+SOURCE = ("replay: each failure of a boot recorded with QEMU's record/replay, "
+          "walked under the gdb stub with no tracer in the boot")
+
+
+def latest(run):
+    """The newest walk.json of a boot's directory, or None."""
+    docs = sorted(pathlib.Path(run).glob("walk-*/walk.json"),
+                  key=lambda p: int(p.parent.name.rsplit("-", 1)[1]))
+    return json.loads(docs[-1].read_text()) if docs else None
+
+
+def of_boots(top, boots):
+    """[(boot dir, walk doc)] of the boots that were walked, in run order."""
+    out = []
+    for b in boots:
+        doc = latest(pathlib.Path(top) / b["dir"])
+        if doc is not None:
+            out.append((b["dir"], doc))
+    return out
+
+
+def rows(walked):
+    """The report's table: a row per walked failure."""
+    table = [["boot", "failure", "message", "inode", "call (bytes)",
+              "interrupted at", "window", "overwritten by", "state", "read back by",
+              "source"]]
+    for boot, doc in walked:
+        for w in doc["walks"]:
+            story, call, report = w["story"] or {}, w["call"], w["report"]
+            irq = story.get("interrupt") or {}
+            table.append([
+                boot, w["failure"], report.get("message") or "-", report.get("inode"),
+                f"{call['length']} at {call['address']:#x}" if call else "none found",
+                f"{irq['at']} ({irq['insn']})" if irq else "-",
+                irq.get("window") or ("none in lab.windows" if irq else "-"),
+                f"{story['overwrite']['at']}: {irq.get('field', '-')}"
+                if story.get("explained") else story.get("why", "-"),
+                f"{story['stored_value']:#010x} -> {story['read_value']:#010x}"
+                if story.get("explained") else "-",
+                story["load"]["at"] if story.get("explained") else "-",
+                "replay"])
+    return table
+
+
+def totals(walked):
+    """(failures walked, explained, by an interrupt in a window)."""
+    return (sum(d["walked"] for _, d in walked), sum(d["explained"] for _, d in walked),
+            sum(d["in_window"] for _, d in walked))
