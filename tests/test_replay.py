@@ -203,3 +203,19 @@ def test_a_log_that_is_not_the_recordings_is_refused_before_qemu(recordings, tmp
     assert proc.returncode == 1
     assert f"disk {disk.resolve()} has changed" in proc.stderr
     assert not list(indirect.glob("replay-*"))
+
+
+def test_a_stock_kernel_records_and_replays(tmp_path):
+    """Debian's own 6.1 kernel (modules, no window, no vmlinux): recorded
+    and replayed all the same; a walk needs the lab kernel's symbols."""
+    out = tmp_path / "stock"
+    [run] = boot_many([(out, "stock", "inode-loop", *icount_args(SEED, duration=SECONDS),
+                        "--record-replay")])
+    assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
+    proc = replay(out)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "replay-1" / "console.log").read_bytes() == (out / "console.log").read_bytes()
+    proc = replay(out, "--failure", "1")
+    assert proc.returncode == 1
+    assert "a walk needs a lab kernel's symbols and types" in proc.stderr
+    assert not list(out.glob("walk-*/pass-*"))

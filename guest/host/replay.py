@@ -83,10 +83,11 @@ def replay(run, meta, out):
 
 def summary_line(run, out, status, verdict):
     if verdict["reproduced"]:
+        calls = status["checksum_calls"]
         return (f"replay: {out} reproduced {run}: console identical "
                 f"({verdict['console_bytes']} bytes), "
                 f"{status['checksum_failures_total']} failures in "
-                f"{status['checksum_calls']} checksum calls, "
+                f"{'an uncounted number of' if calls is None else calls} checksum calls, "
                 f"{verdict['wall_seconds']} s wall (recorded in "
                 f"{verdict['recorded_wall_seconds']} s)")
     diff = verdict["first_difference"]
@@ -134,6 +135,7 @@ def main(argv=None):
         die(f"{args.run}: no such run directory")
     meta = recordreplay.load(args.run)
     if args.failure is not None:
+        walk.vmlinux_of(meta)
         return walk.main(args.run, meta, args.failure, out_dir(args, "walk"))
     out = out_dir(args, "replay")
     status, verdict = replay(args.run, meta, out)

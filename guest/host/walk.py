@@ -64,7 +64,7 @@ def run_pass(run, meta, out, kind, job, name=None):
     job = {**job, "pass": kind, "socket": str(sock)}
     (passdir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
     result = passdir / "result.json"
-    vmlinux = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "vmlinux"
+    vmlinux = vmlinux_of(meta)
     env = {**os.environ, "CHKWIN_WALK_JOB": str(passdir / "job.json"),
            "CHKWIN_WALK_OUT": str(result)}
     start = time.monotonic()
@@ -242,11 +242,17 @@ def story_text(n, failure, call, story):
     return "\n".join(lines)
 
 
-def main(run, meta, which, out):
+def vmlinux_of(meta):
+    """The recorded kernel's vmlinux, whose symbols and DWARF the walk
+    reads; dies with one line where there is none (a stock kernel)."""
     vmlinux = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "vmlinux"
     if not vmlinux.is_file():
         die(f"walk: no vmlinux beside the recording's kernel ({vmlinux}): "
             "a walk needs a lab kernel's symbols and types")
+    return vmlinux
+
+
+def main(run, meta, which, out):
     status = json.loads((run / "status.json").read_text())
     limit = None if which == "all" else which
     found = run_pass(run, meta, out, "failures",
