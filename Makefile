@@ -18,7 +18,7 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
 	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
 	python3-numpy python3-matplotlib python3-pytest python3-scipy kmod rsync \
-	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap
+	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap gdb-multiarch
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 
