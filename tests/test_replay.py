@@ -175,7 +175,8 @@ def test_a_log_that_is_not_the_recordings_is_refused_before_qemu(recordings, tmp
     shutil.copytree(loop, cut, ignore=shutil.ignore_patterns("replay-*", "walk-*"))
     data = (cut / "replay.bin").read_bytes()
     (cut / "replay.bin").write_bytes(data[:len(data) // 2])
-    cases["cut"] = (cut, "truncated or damaged replay log")
+    cases["cut"] = (cut, f"not this recording's replay log: {len(data) // 2} bytes "
+                          f"where {len(data)} were recorded")
     # Another kernel: the recording names one whose bytes differ.
     kernel = tmp_path / "kernel"
     shutil.copytree(loop, kernel, ignore=shutil.ignore_patterns("replay-*", "walk-*"))

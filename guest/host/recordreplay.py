@@ -115,11 +115,11 @@ def load(run):
         die(f"{log_path}: the replay log is missing")
     size = log_path.stat().st_size
     if size != log["bytes"]:
-        die(f"{log_path}: truncated or damaged replay log: {size} bytes, "
-            f"{log['bytes']} recorded")
+        die(f"{log_path}: not this recording's replay log: {size} bytes where "
+            f"{log['bytes']} were recorded (cut short, damaged or another boot's)")
     if sha256(log_path) != log["sha256"]:
-        die(f"{log_path}: not this recording's replay log (SHA-256 differs "
-            f"from {META_NAME}): damaged, or from another boot")
+        die(f"{log_path}: not this recording's replay log: its SHA-256 is not the "
+            f"one in {META_NAME} (damaged or another boot's)")
     for role, want in inputs.items():
         path = pathlib.Path(want["path"])
         if not path.is_file():
