@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Record and replay: what recording costs, whether it changes what the lab
+measures, whether replays repeat, and how many failures the walk explains.
+
+Untraced inode-loop boots on the unpatched lab kernel at -icount shift=4:
+  cost and rates  loop width 16, --seeds phase seeds, each boot once
+                  unrecorded (the lab's sleep=off) and once recorded
+                  (sleep=on, rr=record), two at a time; rate per call of
+                  the two against each other (analysis/verdict.compare,
+                  margin --margin) and against the model's prediction;
+                  every recording replayed once, the first three times.
+  walks           every failure of recorded gcc49-exact boots (--exact-seeds,
+                  until at least 20 failures), of one width-1 and one
+                  width-16 boot, and of one gcc49-indirect boot (the window
+                  stackscan does not flag), walked by guest/replay.py.
+  tracer          one recorded boot under the loader (-R failures, loop
+                  width 4): the walk's interrupted pc for each failure
+                  against the flight recorder's window arrival.
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from analysis import chkwinlog
+from analysis import correlate
+from analysis import model
+from analysis import verdict
+from bench.section import print_section
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+SHIFT = 4
+
+
+def boot(out, seed, seconds, append, record, scenario="inode-loop"):
+    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", "unpatched", "--scenario",
+           scenario, "--clock", "icount", "--shift", str(SHIFT), "--phase-seed", str(seed),
+           "--duration", str(seconds), "--append", append, "--out", str(out)]
+    if record:
+        cmd.append("--record-replay")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"replay_bench: error: boot {out.name}: "
+                 f"{(proc.stderr.strip().splitlines() or ['exit %d' % proc.returncode])[-1]}")
+    return json.loads((out / "status.json").read_text())
+
+
+def replay(run, *extra):
+    proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(run), *extra],
+                          capture_output=True, text=True)
+    return proc
+
+
+def pool(jobs):
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        return list(ex.map(lambda job: job[0](*job[1:]), jobs))
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def predicted(status, window, width):
+    return model.per_call(window, width, status["interrupts"], SHIFT) * status["checksum_calls"]
+
+
+def cost_and_rates(top, seeds, seconds, margin):
+    append = "ext4.chksum_window=gcc49 ext4.chksum_window_width=16"
+    jobs = []
+    for s in seeds:
+        jobs += [(boot, top / f"plain-{s}", s, seconds, append, False),
+                 (boot, top / f"rec-{s}", s, seconds, append, True)]
+    statuses = pool(jobs)
+    plain, rec = statuses[0::2], statuses[1::2]
+    metas = [json.loads((top / f"rec-{s}" / "replay.json").read_text()) for s in seeds]
+    replays = pool([(replay, top / f"rec-{s}") for s in seeds]
+                   + [(replay, top / f"rec-{seeds[0]}") for _ in range(2)])
+    reproduced = sum(p.returncode == 0 for p in replays[:len(seeds)])
+    first = top / f"rec-{seeds[0]}"
+    same = {(digest(d / "console.log"), json.dumps(
+        {k: v for k, v in json.loads((d / "status.json").read_text()).items()
+         if k not in ("wall_seconds", "replay_of")}, sort_keys=True))
+        for d in sorted(first.glob("replay-*"))}
+    replay_walls = [json.loads((d / "verdict.json").read_text())["wall_seconds"]
+                    for s in seeds for d in sorted((top / f"rec-{s}").glob("replay-*"))[:1]]
+    a = [(r["checksum_failures_total"], r["checksum_calls"]) for r in rec]
+    b = [(p["checksum_failures_total"], p["checksum_calls"]) for p in plain]
+    v = verdict.compare(a, b, margin=margin, names=("recorded", "unrecorded"))
+    rows = []
+    for name, runs in (("unrecorded", plain), ("recorded", rec)):
+        k = sum(r["checksum_failures_total"] for r in runs)
+        n = sum(r["checksum_calls"] for r in runs)
+        pred = sum(predicted(r, "gcc49", 16) for r in runs)
+        ratio, (lo, hi) = model.ratio_to_model(k, pred)
+        rows.append((f"{name}: failures / calls, width 16, {len(runs)} boots",
+                     f"{k} / {n:,} = {k / n:.3g} a call; model {pred:.0f} "
+                     f"(measured/predicted {ratio:.2f}, 95% CI {lo:.2f}-{hi:.2f})"))
+        rows.append((f"{name}: wall seconds a boot ({seconds} guest s)",
+                     " ".join(f"{r['wall_seconds']:.1f}" for r in runs)))
+    rows += [
+        ("recorded against unrecorded, rate per call", v.text),
+        ("replay log bytes a guest second",
+         " ".join(f"{m['log_bytes_per_guest_second']:,}" for m in metas)),
+        ("replay wall seconds (recorded in)",
+         " ".join(f"{w:.1f} ({m['wall_seconds']:.1f})" for w, m in zip(replay_walls, metas))),
+        ("replays that reproduced their recording",
+         f"{reproduced} of {len(seeds)} (console byte for byte, failures, calls, uptime)"),
+        (f"three replays of {first.name}: distinct (console, status) outcomes", len(same))]
+    return rows, statuses
+
+
+def walk(run):
+    proc = replay(run, "--failure", "all")
+    docs = sorted(run.glob("walk-*/walk.json"))
+    if not docs:
+        sys.exit(f"replay_bench: error: walk of {run.name}: "
+                 f"{(proc.stderr.strip().splitlines() or ['no walk.json'])[-1]}")
+    return json.loads(docs[-1].read_text())
+
+
+def walk_rows(top, exact_seeds, seconds):
+    exact = []
+    runs = []
+    for s in exact_seeds:
+        runs.append(top / f"exact-{s}")
+    statuses = pool([(boot, r, s, seconds, "ext4.chksum_window=gcc49-exact", True)
+                     for r, s in zip(runs, exact_seeds)])
+    exact = [walk(r) for r in runs]
+    singles = {"width 1": "ext4.chksum_window=gcc49",
+               "width 16": "ext4.chksum_window=gcc49 ext4.chksum_window_width=16",
+               "gcc49-indirect": "ext4.chksum_window=gcc49-indirect"}
+    pool([(boot, top / name.replace(" ", "-"), exact_seeds[0], seconds, append, True)
+          for name, append in singles.items()])
+    walks = {"gcc49-exact": exact}
+    walks.update({name: [walk(top / name.replace(" ", "-"))] for name in singles})
+    rows = []
+    for name, docs in walks.items():
+        failures = sum(d["failures_recorded"] for d in docs)
+        walked = sum(d["walked"] for d in docs)
+        explained = sum(d["explained"] for d in docs)
+        in_window = sum(d["in_window"] for d in docs)
+        where = sorted({w["story"]["interrupt"]["at"] for d in docs for w in d["walks"]
+                        if w["story"] and w["story"].get("interrupt")})
+        rows.append((f"{name}: failures walked to an interrupt ({len(docs)} boots)",
+                     f"{explained} of {walked} explained ({failures} on the consoles), "
+                     f"{in_window} by an interrupt in a window of lab.windows; "
+                     f"interrupted at {', '.join(where) or '-'}"))
+    return rows, statuses
+
+
+def tracer_rows(top, seed, seconds):
+    run = top / "traced"
+    boot(run, seed, seconds, "ext4.chksum_window=gcc49 ext4.chksum_window_width=4 "
+         "chkwin.workload=inode-loop chkwin.loader=-R,failures", True, scenario="record")
+    doc = walk(run)
+    log = chkwinlog.read(run / "log.bin")
+    corr = correlate.Correlation(log)
+    traced = {}
+    for f in corr.failures:
+        pcs = [w["pc"] for w in f["window_arrivals"]]
+        traced.setdefault(f["ino"], []).append(pcs)
+    agree = disagree = untraced = 0
+    for w in doc["walks"]:
+        irq = (w["story"] or {}).get("interrupt")
+        pcs = traced.get(w["report"].get("inode"), [])
+        if not pcs:
+            untraced += 1
+        elif irq and any(irq["pc"] in p for p in pcs):
+            agree += 1
+        else:
+            disagree += 1
+    return [("tracer against replay, one recorded boot under -R failures (width 4)",
+             f"{doc['walked']} failures walked, {doc['explained']} explained; the flight "
+             f"recorder attributed {corr.attributed()} of {len(corr.failures)}; same "
+             f"interrupted pc {agree}, different {disagree}, no tracer record {untraced}")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="11,12,13,14,15,16,17,18")
+    ap.add_argument("--exact-seeds", default="21,22,23,24")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--margin", type=float, default=0.10)
+    args = ap.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    exact_seeds = [int(s) for s in args.exact_seeds.split(",")]
+    with tempfile.TemporaryDirectory(prefix="replay-bench-") as tmp:
+        top = pathlib.Path(tmp)
+        rows, _ = cost_and_rates(top, seeds, args.seconds, args.margin)
+        wrows, _ = walk_rows(top, exact_seeds, args.seconds)
+        rows += wrows + tracer_rows(top, seeds[0], args.seconds)
+    print_section(
+        "Record and replay",
+        "Untraced inode-loop boots of the unpatched lab kernel, -icount shift=4, "
+        f"{args.seconds} guest seconds each, two at a time: the same phase seeds "
+        "unrecorded (sleep=off, the lab's setting) and recorded (sleep=on, rr=record: "
+        "QEMU 7.2's record mode hangs at the first disk read with sleep=off); the model "
+        "predicts W x lambda x 16 ns a call from each boot's own interrupt counts. "
+        "Walks: guest/replay.py RUN --failure all over recorded boots.", rows)
+
+
+if __name__ == "__main__":
+    main()
