@@ -43,6 +43,7 @@ BENCHES = {
     "dose": ["bench.dose_bench"],
     "clock": ["bench.clock_bench"],
     "calibration": ["bench.calibration_bench"],
+    "replay": ["bench.replay_bench"],
 }
 
 
