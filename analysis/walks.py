@@ -16,10 +16,17 @@ SOURCE = ("replay: each failure of a boot recorded with QEMU's record/replay, "
 
 
 def latest(run):
-    """The newest walk.json of a boot's directory, or None."""
-    docs = sorted(pathlib.Path(run).glob("walk-*/walk.json"),
-                  key=lambda p: int(p.parent.name.rsplit("-", 1)[1]))
-    return json.loads(docs[-1].read_text()) if docs else None
+    """The newest walk.json of a boot's directory that walked every
+    failure (--failure all), else the newest of any; None when there is
+    none."""
+    numbered = []
+    for path in pathlib.Path(run).glob("walk-*/walk.json"):
+        suffix = path.parent.name.removeprefix("walk-")
+        if suffix.isdigit():
+            numbered.append((int(suffix), path))
+    docs = [json.loads(path.read_text()) for _, path in sorted(numbered)]
+    every = [d for d in docs if d["failures_reported"] is not None]
+    return (every or docs or [None])[-1]
 
 
 def of_boots(top, boots):

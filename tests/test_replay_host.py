@@ -8,6 +8,7 @@ import subprocess
 from tests.kernels import PY, REPO
 
 from guest.host import recordreplay
+from guest.host import walk
 from guest.host.replay import first_difference
 
 
@@ -16,14 +17,19 @@ def test_replay_argv_replays_and_writes_only_into_its_own_directory(tmp_path):
     argv = ["qemu-system-aarch64", "-chardev", f"file,id=console,path={run}/console.log",
             "-chardev", f"file,id=results,path={run}/results.bin",
             "-chardev", f"file,id=log,path={run}/log.bin",
+            "-chardev", "file,id=elsewhere,path=/var/tmp/x.log",
             *recordreplay.drive(run / "guest-files.tar", "hostfiles", True, record=True),
             "-icount", recordreplay.icount_option(4, True, run / "replay.bin")]
     out = tmp_path / "out"
-    replayed = recordreplay.replay_argv({"argv": argv}, out)
-    assert replayed[-1] == f"shift=4,sleep=on,rr=replay,rrfile={run}/replay.bin"
+    # The recording moved: the replay reads the log where it lies now.
+    moved = tmp_path / "moved"
+    replayed = recordreplay.replay_argv({"argv": argv, "out": str(run)}, moved, out)
+    assert replayed[-1] == f"shift=4,sleep=on,rr=replay,rrfile={moved}/replay.bin"
     assert f"file,id=console,path={out}/console.log" in replayed
+    assert f"file,id=results,path={out}/results.bin" in replayed
     assert f"file,id=log,path={out}/log.bin" in replayed
-    # Inputs stay where the recording had them.
+    # Files outside the recording's directory, and inputs, stay as they were.
+    assert "file,id=elsewhere,path=/var/tmp/x.log" in replayed
     assert f"file={run}/guest-files.tar,if=none,id=hostfiles-direct,format=raw," \
            "snapshot=on" in replayed
     assert len(replayed) == len(argv)
@@ -58,7 +64,9 @@ def test_bad_arguments_get_one_line(tmp_path):
             ((tmp_path, "--failure", "x"), "a number from 1, or all")]:
         proc = replay(*args)
         assert proc.returncode != 0, args
-        assert message in proc.stderr and proc.stderr.strip().splitlines()[-1].count(":") >= 1
+        # argparse prints its usage first; the error itself is one line.
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("replay.py: error: ") and message in last, proc.stderr
 
 
 def test_a_damaged_description_gets_one_line(tmp_path):
@@ -82,3 +90,36 @@ def test_record_replay_needs_instruction_time(tmp_path):
     assert proc.stderr.strip() == ("run.py: error: --record-replay needs --clock icount: "
                                    "QEMU records and replays only instruction time")
     assert not (tmp_path / "o").exists()
+
+
+def hit(kind, icount, addr, before, after, at, sp, frame=None, elr=None):
+    return {"kind": kind, "icount": icount, "addr": addr, "before": before,
+            "after": after, "at": at, "insn": "-", "sp": sp, "frame": frame,
+            "elr_el1": elr}
+
+
+def test_the_load_is_the_read_below_the_readers_sp_not_a_handlers():
+    """A wrong result of 0 sits in many stack words; handlers write and
+    read their own frames (above their sp) during the call.  The walk
+    takes the read below the reader's sp, after the word it read got the
+    wrong value over the one the call stored there."""
+    slot, other = 0x1808, 0x16bc
+    layout = {"size": 336, "sp": 248, "pc": 256, "pstate": 264}
+    frame = {"base": 0x1780, "pc": 0xc074, "sp": 0x18d0, "pstate": 5, "at": "f+0x74",
+             "insn": "ldr w0, [x19, #8]"}
+    call = {"result": 0, "expected": 0x1234}
+    hits = [hit("write", 10, slot, 7, 0x1234, "chksum_update+0x20", 0x17a0),
+            hit("write", 20, slot, 0x1234, 0, "el1h_64_irq+0x20", 0x1780, frame, 0xc074),
+            hit("write", 30, other, 0xffffffc0, 0, "sched_clock+0x8", 0x16a0),
+            hit("read", 40, other, 0, 0, "sched_clock+0x64", 0x16a0),
+            hit("read", 50, slot, 0, 0, "f+0x74", 0x18d0)]
+    story = walk.mechanism(call, hits, layout, [])
+    assert story["explained"] and story["slot"] == slot
+    assert story["load"]["icount"] == 50 and story["overwrite"]["icount"] == 20
+    assert story["stored"]["at"] == "chksum_update+0x20"
+    assert story["stored_value"] == 0x1234 == story["expected"]
+    assert story["interrupt"]["field"] == "pt_regs.x17 (low half)"
+    assert story["interrupt"]["window"] is None
+    # A frame whose saved pc is not ELR_EL1 at the write is no interrupt's.
+    hits[1]["elr_el1"] = 0xdead
+    assert "interrupt" not in walk.mechanism(call, hits, layout, [])

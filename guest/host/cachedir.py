@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import pathlib
 import shutil
@@ -56,6 +57,23 @@ def die(msg):
     """One line on stderr, exit status 1: the project's error convention."""
     print(f"{pathlib.Path(sys.argv[0]).name}: error: {msg}", file=sys.stderr)
     sys.exit(1)
+
+
+def write_json(path, doc, indent=2):
+    """Written aside and renamed: a reader never sees half a file."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=indent) + "\n")
+    os.replace(tmp, path)
+
+
+def empty_out_dir(path):
+    """path as a new or empty directory for a command's output, or a
+    one-line error: nothing already recorded there is overwritten."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        die(f"--out {path} exists and is not an empty directory")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def run_or_die(cmd, what, **kw):

@@ -96,11 +96,17 @@ def where(pc):
 
 def resume():
     """Continue to the next stop; ReplayEnded when the replay is over."""
+    # QEMU exits when the replayed guest powers off: the inferior has no
+    # thread left (with or without an error from gdb).  Any other error is
+    # one.
     try:
         gdb.execute("continue", to_string=True)
     except gdb.error as e:
-        # QEMU exits when the replayed guest powers off: gdb loses it.
+        if gdb.selected_inferior().threads():
+            raise
         raise ReplayEnded(str(e)) from e
+    if not gdb.selected_inferior().threads():
+        raise ReplayEnded("the replay ran to its end")
 
 
 def run_to(count):
@@ -200,7 +206,9 @@ def pass_calls(job):
                 pending.clear()
                 for bp in bps:
                     bp.enabled = True
-            start = max(target["from"], since)
+            start = max(target["from"], since, target["after"])
+            # Stop at the failure even if no call follows it.
+            gdb.execute(f"monitor replay_break {target['icount']}", to_string=True)
             while icount() < target["icount"]:
                 resume()
                 pc, sp, now = reg("pc"), reg("sp"), icount()
@@ -213,15 +221,23 @@ def pass_calls(job):
                         bps.append(gdb.Breakpoint(f"*{call['lr']:#x}", internal=True))
                 elif sp in pending and pending[sp]["lr"] == pc:
                     calls.append(returned(pending.pop(sp), now, job["stack_scan_bytes"]))
-            results.append({"failure": target["failure"], "calls": [
-                c for c in calls if start <= c["entry_icount"]
-                and c["return_icount"] <= target["icount"]]})
+            results.append(calls_of(target, calls, start))
     except ReplayEnded:
-        pass
+        if len(results) < len(job["targets"]):
+            target = job["targets"][len(results)]
+            results.append(calls_of(target, calls, max(target["from"], since)))
     finally:
         for bp in bps:
             bp.delete()
     return {"targets": results}
+
+
+def calls_of(target, calls, start):
+    """The calls that entered from start on and returned before the
+    target's failure was reported."""
+    return {"failure": target["failure"], "calls": [
+        c for c in calls if start <= c["entry_icount"]
+        and c["return_icount"] <= target["icount"]]}
 
 
 def returned(call, now, scan_bytes):
@@ -300,15 +316,18 @@ def pass_slots(job):
     value the call stored there."""
     layout = pt_regs_layout()
     results = []
-    for target in job["targets"]:
-        now = run_to(target["entry_icount"])
-        if now != target["entry_icount"] or reg("sp") != target["sp"]:
-            results.append({"failure": target["failure"], "error":
-                            f"replay at {now}, sp {reg('sp'):#x}: not the call's "
-                            f"entry ({target['entry_icount']}, sp {target['sp']:#x})"})
-            continue
-        results.append({"failure": target["failure"],
-                        **watch_call(target, layout)})
+    try:
+        for target in job["targets"]:
+            now = run_to(target["entry_icount"])
+            if now != target["entry_icount"] or reg("sp") != target["sp"]:
+                results.append({"entry_icount": target["entry_icount"], "error":
+                                f"replay at {now}, sp {reg('sp'):#x}: not the call's "
+                                f"entry ({target['entry_icount']}, sp {target['sp']:#x})"})
+                continue
+            results.append({"entry_icount": target["entry_icount"],
+                            "hits": watch_call(target, layout)})
+    except ReplayEnded:
+        pass
     return {"targets": results, "pt_regs": layout}
 
 
@@ -325,10 +344,15 @@ def watch_call(target, layout):
     changed = {addr: [] for addr in target["words"]}
     # gdb's write watchpoints stop only where the value changes.
     watches = {}
-    for addr in target["words"]:
+
+    def watch(addr, kind):
         bp = gdb.Breakpoint(f"*(unsigned int *){addr:#x}", gdb.BP_WATCHPOINT,
-                            gdb.WP_WRITE, internal=True)
-        watches[bp.number] = (bp, addr, "write")
+                            gdb.WP_WRITE if kind == "write" else gdb.WP_READ,
+                            internal=True)
+        watches[bp.number] = (bp, addr, kind)
+
+    for addr in target["words"]:
+        watch(addr, "write")
     back = gdb.Breakpoint(f"*{target['lr']:#x}", internal=True)
     hits, stopped_by, reading = [], [], set()
 
@@ -351,6 +375,13 @@ def watch_call(target, layout):
             now_values = word_values(words)
             moved = [a for a in words if now_values[a] != words[a]]
             read_back = [] if moved else [a for a in triggered if a in reading]
+            # gdb stops on a write watchpoint only when the value differs
+            # from the one it last saw: renew those of words it did not name.
+            for number, (bp, addr, kind) in list(watches.items()):
+                if kind == "write" and addr in moved and addr not in triggered:
+                    bp.delete()
+                    del watches[number]
+                    watch(addr, "write")
             for addr, kind in [(a, "write") for a in moved] + [(a, "read") for a in read_back]:
                 hit = access(addr, words[addr], pc, sp, kind)
                 hits.append(hit)
@@ -364,17 +395,14 @@ def watch_call(target, layout):
                 if hit["after"] == wrong and addr not in reading and \
                         any(v != wrong for v in changed[addr][:-1]):
                     reading.add(addr)
-                    bp = gdb.Breakpoint(f"*(unsigned int *){addr:#x}", gdb.BP_WATCHPOINT,
-                                        gdb.WP_READ, internal=True)
-                    watches[bp.number] = (bp, addr, "read")
-    except ReplayEnded:
-        pass
+                    watch(addr, "read")
     finally:
         gdb.events.stop.disconnect(on_stop)
-        back.delete()
-        for bp, _, _ in watches.values():
-            bp.delete()
-    return {"hits": hits, "result": reg("x0") & 0xFFFFFFFF}
+        if gdb.selected_inferior().threads():
+            back.delete()
+            for bp, _, _ in watches.values():
+                bp.delete()
+    return hits
 
 
 def main():

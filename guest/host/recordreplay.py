@@ -19,16 +19,13 @@ and the backing file is never written (the test disk stays unchanged).
 
 import hashlib
 import json
-import os
 import pathlib
 import subprocess
 
-from guest.host.cachedir import die
+from guest.host.cachedir import die, write_json
 
 LOG_NAME = "replay.bin"
 META_NAME = "replay.json"
-# Chardevs whose files a boot writes: a replay writes its own copies.
-OUTPUT_CHARDEVS = ("console", "results", "log")
 
 
 def drive(path, drive_id, readonly, record=False, writes=""):
@@ -43,11 +40,11 @@ def drive(path, drive_id, readonly, record=False, writes=""):
             "-drive", f"driver=blkreplay,if=none,image={direct},id={drive_id}{ro}"]
 
 
-def icount_option(shift, sleep, rr_log=None, mode="record"):
-    """The -icount value; with rr_log, recording or replaying it."""
+def icount_option(shift, sleep, rr_log=None):
+    """The -icount value; with rr_log, recording into it."""
     value = f"shift={shift},sleep={'on' if sleep else 'off'}"
     if rr_log is not None:
-        value += f",rr={mode},rrfile={rr_log}"
+        value += f",rr=record,rrfile={rr_log}"
     return value
 
 
@@ -88,9 +85,7 @@ def save(out, argv, inputs, kernel_entry, guest_seconds, wall_seconds, timeout):
             "timeout": timeout,
             "log_bytes_per_guest_second": round(log.stat().st_size / guest_seconds)
             if guest_seconds else None}
-    tmp = out / f".{META_NAME}.tmp"
-    tmp.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp, out / META_NAME)
+    write_json(out / META_NAME, meta)
     return meta
 
 
@@ -136,16 +131,25 @@ def load(run):
     return meta
 
 
-def replay_argv(meta, out):
-    """The recorded command line, replaying: rr=replay, and the output
-    chardevs writing into out instead of the recording's directory."""
+def replay_argv(meta, run, out):
+    """The recorded command line, replaying: rr=replay from run's own
+    log (wherever the recording now lies), and every chardev file the
+    boot wrote in its directory written into out instead."""
+    recorded = pathlib.Path(meta["out"])
     argv = []
     for arg in meta["argv"]:
         if arg.startswith("shift=") and ",rr=record," in arg:
-            arg = arg.replace(",rr=record,", ",rr=replay,")
-        elif arg.startswith("file,id=") and arg.split(",")[1][3:] in OUTPUT_CHARDEVS:
+            head = arg.split(",rr=record,")[0]
+            arg = f"{head},rr=replay,rrfile={pathlib.Path(run).resolve() / LOG_NAME}"
+        elif arg.startswith("file,id=") and ",path=" in arg:
             head, _, path = arg.partition(",path=")
-            arg = f"{head},path={pathlib.Path(out) / pathlib.Path(path).name}"
+            if pathlib.Path(path).parent == recorded:
+                arg = f"{head},path={pathlib.Path(out) / pathlib.Path(path).name}"
         argv.append(arg)
     return argv
-RECORD_NEEDS_SLEEP = True
+
+
+def kernel_dir(meta):
+    """The cache directory of the recorded kernel (Image, vmlinux,
+    System.map)."""
+    return pathlib.Path(meta["inputs"]["kernel"]["path"]).parent

@@ -23,21 +23,25 @@ import sys
 from guest.host import recordreplay
 from guest.host import run as runner
 from guest.host import walk
-from guest.host.cachedir import die
+from guest.host.cachedir import die, empty_out_dir, write_json
 
-# status.json fields a faithful replay reproduces exactly.
+# The figures of console_figures() a faithful replay reproduces exactly:
+# all but its cost and QEMU's exit status.
 REPRODUCED = ("ending", "scenario_status", "guest_uptime", "checksum_failures",
-              "checksum_calls", "interrupts")
+              "checksum_calls", "interrupts", "chkwin")
 
 
 def new_dir(run, prefix):
-    """run/<prefix>-<n>, the first n not taken."""
+    """run/<prefix>-<n>, the first n free, made (two replays at once get
+    two directories)."""
     n = 1
-    while (run / f"{prefix}-{n}").exists():
-        n += 1
-    path = run / f"{prefix}-{n}"
-    path.mkdir()
-    return path
+    while True:
+        path = run / f"{prefix}-{n}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def first_difference(recorded, replayed):
@@ -61,12 +65,13 @@ def replay(run, meta, out):
     """Replay run (meta: its checked replay.json) into out; (status,
     verdict) where verdict says whether and where it diverged."""
     console = runner.Console(out / "console.log", False)
+    # A replay runs slower than its recording (it reads the log).
     ending, qemu_exit, wall = runner.boot_qemu(
-        recordreplay.replay_argv(meta, out), console, out, meta["timeout"])
+        recordreplay.replay_argv(meta, run, out), console, out, 2 * meta["timeout"])
     text = console.text()
     status = {"replay_of": str(run.resolve()),
               **runner.console_figures(text, ending, qemu_exit, wall)}
-    runner.write_json(out / "status.json", status)
+    write_json(out / "status.json", status)
     recorded_status = json.loads((run / "status.json").read_text())
     diff = first_difference((run / "console.log").read_bytes(),
                             (out / "console.log").read_bytes())
@@ -77,7 +82,7 @@ def replay(run, meta, out):
                "recorded_wall_seconds": meta["wall_seconds"],
                "first_difference": None if diff is None else
                dict(zip(("byte", "line", "recorded", "replayed"), diff))}
-    runner.write_json(out / "verdict.json", verdict)
+    write_json(out / "verdict.json", verdict)
     return status, verdict
 
 
@@ -121,12 +126,7 @@ def parse_args(argv=None):
 
 
 def out_dir(args, prefix):
-    if args.out is None:
-        return new_dir(args.run, prefix)
-    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
-        die(f"--out {args.out} exists and is not an empty directory")
-    args.out.mkdir(parents=True, exist_ok=True)
-    return args.out
+    return new_dir(args.run, prefix) if args.out is None else empty_out_dir(args.out)
 
 
 def main(argv=None):

@@ -24,6 +24,13 @@ and the idle time spent waiting for them is guest time, so a boot bounded
 by --duration can end a pass early or late; with --passes the same seed
 makes the same calls.
 
+--record-replay (icount only) records the boot with QEMU's record/replay:
+replay.bin (QEMU's log) and replay.json (the command line, QEMU's
+version, the hashes of the log and of every input) join --out, every
+disk sits behind a blkreplay filter over a snapshot, and the clock runs
+with sleep=on, which recording needs; guest/replay.py replays it and
+walks its failures (docs/replay.md).
+
 A lab kernel boots with its windows file (guest/host/kernelwindows.py):
 lab.windows in --out and in the guest's /tmp/host, which chkwin in the
 scenarios watches unless told otherwise (--no-lab-windows leaves it out).
@@ -31,7 +38,6 @@ scenarios watches unless told otherwise (--no-lab-windows leaves it out).
 
 import argparse
 import json
-import os
 import pathlib
 import re
 import shlex
@@ -40,7 +46,7 @@ import sys
 import tarfile
 import time
 
-from guest.host.cachedir import die
+from guest.host.cachedir import die, empty_out_dir, write_json
 from guest.host import interrupts
 from guest.host import kernelwindows
 from guest.host import kmsg
@@ -151,8 +157,9 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
 
 def icount_sleep(args):
     """Whether an idle guest's virtual clock waits for the host's: never,
-    except when recording (QEMU 7.2's record mode hangs with sleep=off)."""
-    return args.record_replay and recordreplay.RECORD_NEEDS_SLEEP
+    except when recording, which hangs at the first disk read with
+    sleep=off in QEMU 7.2 (docs/replay.md)."""
+    return args.record_replay
 
 
 def kernel_hz(kernel):
@@ -325,6 +332,8 @@ def main():
     args = parse_args()
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         die(f"--out {args.out} exists and is not an empty directory")
+    # Absolute: a recording's command line is replayed from anywhere.
+    args.out = args.out.resolve()
     if args.root == "debian" and args.flavour == "stock":
         die("--root debian needs a lab kernel: the stock kernel's ext4 and "
             "virtio are modules, which only its initramfs loads")
@@ -368,6 +377,9 @@ def main():
     for what, path in [("kernel", kernel)] + files + [("disk", disk)]:
         if not pathlib.Path(path).is_file():
             die(f"{what} {path} does not exist")
+    kernel, disk = pathlib.Path(kernel).resolve(), pathlib.Path(disk).resolve()
+    files = [(what, pathlib.Path(path).resolve()) for what, path in files]
+    boot = tuple(path for _, path in files) if args.root == "debian" else files[0][1]
     args.out.mkdir(parents=True, exist_ok=True)
     console = Console(args.out / "console.log", args.verbose)
     vmlinux = pathlib.Path(kernel).parent / "vmlinux"
@@ -405,7 +417,7 @@ def main():
               "passes": args.passes,
               **console_figures(text, ending, qemu_exit, wall)}
     write_json(args.out / "status.json", status)
-    if args.record_replay and ending == "exited":
+    if args.record_replay and status["scenario_status"] is not None:
         inputs = {"kernel": kernel, "disk": disk}
         inputs.update({what.replace(" ", "_"): path for what, path in files})
         if (args.out / "guest-files.tar").is_file():
@@ -436,13 +448,6 @@ def boot_qemu(cmd, console, out, timeout):
     return ending, proc.returncode, round(time.monotonic() - start, 1)
 
 
-def write_json(path, doc):
-    """Written aside and renamed: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def console_figures(text, ending, qemu_exit, wall):
     """What a boot's console says of it: the part of status.json that a
     replay of the boot must reproduce (ending and figures), and its cost."""
@@ -463,8 +468,7 @@ def console_figures(text, ending, qemu_exit, wall):
 
 
 def boot_exit(status, text, timeout, out, scenario):
-    """The exit status of a boot (run.py's and a replay's), with its
-    one-line reason on stderr."""
+    """The exit status of a boot, with its one-line reason on stderr."""
     console = out / "console.log"
     if status["ending"] == "hang":
         print(f"run: error: guest hung: no poweroff within {timeout} s "

@@ -12,8 +12,9 @@ saving a register over the released frame, whose saved pc is the
 interrupted instruction) and the load that read it back.  Nothing tells
 the walk where the window is; the run's windows file only names it
 afterwards.  Three replays serve any number of failures (one pass each:
-failures, calls, watches), each from the start of the recording, each
-checked to be a prefix of the recording's console.
+failures, calls, watches), and one or two more where a failure's call
+lies further back than the first reach; each runs from the start of the
+recording, and each is checked to be a prefix of the recording's console.
 """
 
 import json
@@ -21,11 +22,12 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 
 from analysis import windows as windows_file
 from guest.host import recordreplay
-from guest.host.cachedir import die
+from guest.host.cachedir import die, write_json
 
 GDB = "gdb-multiarch"
 GDB_SIDE = pathlib.Path(__file__).with_name("gdbwalk.py")
@@ -59,7 +61,7 @@ def run_pass(run, meta, out, kind, job, name=None):
     passdir = out / f"pass-{name}"
     passdir.mkdir()
     sock = passdir / "gdb.sock"
-    argv = recordreplay.replay_argv(meta, passdir) + [
+    argv = recordreplay.replay_argv(meta, run, passdir) + [
         "-gdb", f"unix:{sock},server=on,wait=off", "-S"]
     job = {**job, "pass": kind, "socket": str(sock)}
     (passdir / "job.json").write_text(json.dumps(job, indent=1) + "\n")
@@ -121,8 +123,8 @@ def find_bad_calls(run, meta, out, failures):
     for i, reach in enumerate(REACHES):
         if not pending:
             break
-        targets = [{"failure": n, "icount": f["icount"], "from": max(0, f["icount"] - reach)}
-                   for n, f in pending]
+        targets = [{"failure": n, "icount": f["icount"], "after": f["after"],
+                    "from": max(0, f["icount"] - reach)} for n, f in pending]
         res = run_pass(run, meta, out, "calls",
                        {"targets": targets, "chksum_function": CHKSUM_FUNCTION,
                         "stack_scan_bytes": STACK_SCAN_BYTES}, f"calls-{i + 1}")
@@ -158,10 +160,9 @@ def window_of(pc, placed):
     return None
 
 
-def mechanism(call, watch, layout, placed):
+def mechanism(call, hits, layout, placed):
     """The story of one failure from its bad call and the watch of the
     words that held its result."""
-    hits = watch["hits"]
     wrong = call["result"]
     reads = [h for h in hits if h["kind"] == "read" and h["after"] == wrong]
     # The class of bug: a read of a word below the reader's own sp.  Reads
@@ -183,11 +184,13 @@ def mechanism(call, watch, layout, placed):
              "expected": call["expected"],
              "stored_is_expected": overwrite["before"] == call["expected"]}
     frame = overwrite.get("frame")
-    if frame:
+    # An exception frame whose saved pc is not the exception's return
+    # address is not the frame of the exception that wrote the word.
+    if frame and frame["pc"] == overwrite.get("elr_el1"):
         story["interrupt"] = {
             "pc": frame["pc"], "at": frame.get("at"), "insn": frame.get("insn"),
             "sp": frame["sp"], "pstate": frame["pstate"],
-            "frame_base": frame["base"], "elr_el1": overwrite.get("elr_el1"),
+            "frame_base": frame["base"], "elr_el1": overwrite["elr_el1"],
             "field": pt_regs_field(load["addr"] - frame["base"], layout),
             "window": window_of(frame["pc"], placed)}
     return story
@@ -197,7 +200,7 @@ def placed_windows(run, meta):
     """The run's windows (lab.windows) placed by the kernel's System.map,
     or [] where the run has none."""
     path = run / "lab.windows"
-    system_map = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "System.map"
+    system_map = recordreplay.kernel_dir(meta) / "System.map"
     if not path.is_file() or not system_map.is_file():
         return []
     try:
@@ -245,7 +248,7 @@ def story_text(n, failure, call, story):
 def vmlinux_of(meta):
     """The recorded kernel's vmlinux, whose symbols and DWARF the walk
     reads; dies with one line where there is none (a stock kernel)."""
-    vmlinux = pathlib.Path(meta["inputs"]["kernel"]["path"]).parent / "vmlinux"
+    vmlinux = recordreplay.kernel_dir(meta) / "vmlinux"
     if not vmlinux.is_file():
         die(f"walk: no vmlinux beside the recording's kernel ({vmlinux}): "
             "a walk needs a lab kernel's symbols and types")
@@ -261,25 +264,30 @@ def main(run, meta, which, out):
     if which != "all" and len(failures) < which:
         die(f"walk: the recording has {len(failures)} checksum failure"
             f"{'s' if len(failures) != 1 else ''}; there is no failure {which}")
+    # A failure's call came after the previous failure was reported.
+    for before, f in zip([0] + [f["icount"] for f in failures], failures):
+        f["after"] = before
     chosen = list(enumerate(failures, 1))
     if which != "all":
         chosen = chosen[which - 1:which]
     calls = find_bad_calls(run, meta, out, chosen)
-    targets = [{"failure": n, "entry_icount": c["entry_icount"], "sp": c["sp"],
-                "lr": c["lr"], "result": c["result"], "words": c["holding_result"]}
-               for n, c in sorted(calls.items(), key=lambda kv: kv[1]["entry_icount"])]
+    # One watch a call, however many failures it fed.
+    unique = {c["entry_icount"]: c for c in calls.values()}
+    targets = [{"entry_icount": e, "sp": c["sp"], "lr": c["lr"], "result": c["result"],
+                "words": c["holding_result"]} for e, c in sorted(unique.items())]
     watched = run_pass(run, meta, out, "slots", {"targets": targets}) if targets \
         else {"targets": [], "pt_regs": None}
-    watch_of = {t["failure"]: t for t in watched["targets"]}
+    watch_of = {t["entry_icount"]: t for t in watched["targets"]}
     placed = placed_windows(run, meta)
     walks = []
     for n, failure in chosen:
         call = calls.get(n)
         story = None
         if call is not None:
-            watch = watch_of.get(n, {"hits": []})
+            watch = watch_of.get(call["entry_icount"],
+                                 {"error": "the replay ended before the call's watch"})
             story = {"explained": False, "why": watch["error"]} if "error" in watch \
-                else mechanism(call, watch, watched["pt_regs"], placed)
+                else mechanism(call, watch["hits"], watched["pt_regs"], placed)
         walks.append({"failure": n, "report": failure, "call": call, "story": story,
                       "text": story_text(n, failure, call, story)})
     doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
@@ -289,12 +297,15 @@ def main(run, meta, which, out):
            "in_window": sum(1 for w in walks if w["story"] and w["story"].get("interrupt")
                             and w["story"]["interrupt"]["window"]),
            "walks": walks}
-    tmp = out / ".walk.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, out / "walk.json")
+    write_json(out / "walk.json", doc, indent=1)
     for w in walks:
         print(w["text"])
     print(f"walk: {doc['explained']} of {doc['walked']} failures explained, "
           f"{doc['in_window']} by an interrupt in a window of lab.windows "
           f"({out / 'walk.json'})")
+    if which == "all" and len(failures) != status["checksum_failures_total"]:
+        print(f"walk: error: the replay reported {len(failures)} checksum failures "
+              f"with EFSBADCRC, the recording's console "
+              f"{status['checksum_failures_total']}", file=sys.stderr)
+        return 1
     return 0 if doc["explained"] == doc["walked"] else 1
