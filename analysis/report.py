@@ -211,7 +211,7 @@ def write_experiment(outdir, doc, runs):
     if walked:
         n, explained, in_window = walks.totals(walked)
         note = (f"Attribution by {walks.SOURCE}: {explained} of {n} failures explained, "
-                f"{in_window} by an interrupt inside a window of the kernel's lab.windows. "
+                f"{in_window} by an interrupt inside a window stackscan found in the kernel. "
                 "The per-log failure tables further down come from the flight recorder "
                 "inside the recorded boots instead.")
         wtable = walks.rows(walked)

@@ -52,7 +52,7 @@ def rows(walked):
                 boot, w["failure"], report.get("message") or "-", report.get("inode"),
                 f"{call['length']} at {call['address']:#x}" if call else "none found",
                 f"{irq['at']} ({irq['insn']})" if irq else "-",
-                irq.get("window") or ("none in lab.windows" if irq else "-"),
+                irq.get("window") or ("none stackscan found" if irq else "-"),
                 f"{story['overwrite']['at']}: {irq.get('field', '-')}"
                 if story.get("explained") else story.get("why", "-"),
                 f"{story['stored_value']:#010x} -> {story['read_value']:#010x}"

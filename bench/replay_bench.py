@@ -157,7 +157,7 @@ def walk_rows(top, exact_seeds, seconds, least=20):
                         if w["story"] and w["story"].get("interrupt")})
         rows.append((f"{name}: failures walked to an interrupt ({len(docs)} boots)",
                      f"{explained} of {walked} explained ({failures} on the consoles), "
-                     f"{in_window} by an interrupt in a window of lab.windows; "
+                     f"{in_window} by an interrupt in a window stackscan found; "
                      f"interrupted at {', '.join(where) or '-'}"))
     return rows
 

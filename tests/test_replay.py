@@ -167,7 +167,7 @@ def test_walk_explains_a_window_stackscan_does_not_flag(recordings):
         assert story["slot"] < story["load"]["sp"]
         irq = story["interrupt"]
         assert load - 4 <= irq["pc"] <= load and irq["window"] is None
-    assert proc.stdout.count("in no window of lab.windows") == len(inodes)
+    assert proc.stdout.count("in no window stackscan found") == len(inodes)
 
 
 def test_a_log_that_is_not_the_recordings_is_refused_before_qemu(recordings, tmp_path):

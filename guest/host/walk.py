@@ -28,6 +28,7 @@ import time
 from analysis import windows as windows_file
 from guest.host import recordreplay
 from guest.host.cachedir import die, write_json
+from guest.host.run import helper_output
 
 GDB = "gdb-multiarch"
 GDB_SIDE = pathlib.Path(__file__).with_name("gdbwalk.py")
@@ -197,15 +198,20 @@ def mechanism(call, hits, layout, placed):
 
 
 def placed_windows(run, meta):
-    """The run's windows (lab.windows) placed by the kernel's System.map,
-    or [] where the run has none."""
+    """The windows the run watched (its lab.windows) or, for a boot that
+    watched none, those stackscan finds in the recorded kernel, placed by
+    its System.map; [] where neither exists (a stock kernel)."""
+    kdir = recordreplay.kernel_dir(meta)
     path = run / "lab.windows"
-    system_map = recordreplay.kernel_dir(meta) / "System.map"
-    if not path.is_file() or not system_map.is_file():
-        return []
+    if not path.is_file():
+        if not (kdir / "vmlinux").is_file():
+            return []
+        # Through the helper, whose cache lines stay out of our stderr.
+        path = pathlib.Path(helper_output("kernelwindows.py", str(kdir / "vmlinux"))) \
+            / "windows"
     try:
         return windows_file.place(windows_file.read(path),
-                                  windows_file.symbols_from(system_map))
+                                  windows_file.symbols_from(kdir / "System.map"))
     except windows_file.WindowsError as e:
         die(f"{path}: {e}")
 
@@ -231,7 +237,7 @@ def story_text(n, failure, call, story):
                      f"by {s['at']} ({s['insn']}) at {s['icount']:,}")
     irq = story.get("interrupt")
     if irq:
-        win = f"in window {irq['window']}" if irq["window"] else "in no window of lab.windows"
+        win = f"in window {irq['window']}" if irq["window"] else "in no window stackscan found"
         lines.append(f"  interrupt pc {irq['at']} ({irq['insn']}), sp {irq['sp']:#x}, "
                      f"pstate {irq['pstate']:#x}: {win}; frame at {irq['frame_base']:#x}")
     o = story["overwrite"]
@@ -301,7 +307,7 @@ def main(run, meta, which, out):
     for w in walks:
         print(w["text"])
     print(f"walk: {doc['explained']} of {doc['walked']} failures explained, "
-          f"{doc['in_window']} by an interrupt in a window of lab.windows "
+          f"{doc['in_window']} by an interrupt in a window stackscan found "
           f"({out / 'walk.json'})")
     if which == "all" and len(failures) != status["checksum_failures_total"]:
         print(f"walk: error: the replay reported {len(failures)} checksum failures "
