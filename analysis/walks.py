@@ -53,13 +53,21 @@ def rows(walked):
                 f"{call['length']} at {call['address']:#x}" if call else "none found",
                 f"{irq['at']} ({irq['insn']})" if irq else "-",
                 irq.get("window") or ("none stackscan found" if irq else "-"),
-                f"{story['overwrite']['at']}: {irq.get('field', '-')}"
-                if story.get("explained") else story.get("why", "-"),
+                overwritten_by(story, irq) if story.get("explained") else story.get("why", "-"),
                 f"{story['stored_value']:#010x} -> {story['read_value']:#010x}"
                 if story.get("explained") else "-",
                 story["load"]["at"] if story.get("explained") else "-",
                 "replay"])
     return table
+
+
+def overwritten_by(story, irq):
+    """The exception entry's write and the pt_regs member, and how many
+    writes followed it before the load."""
+    first = irq["entry_write"] if irq else story["overwrites"][0]
+    text = f"{first['at']}: {irq['field']}" if irq else first["at"]
+    later = len(story["overwrites"]) - 1 - story["overwrites"].index(first)
+    return text + (f", then {later} more write{'s' if later > 1 else ''}" if later else "")
 
 
 def totals(walked):

@@ -95,7 +95,7 @@ def test_record_replay_needs_instruction_time(tmp_path):
 def hit(kind, icount, addr, before, after, at, sp, frame=None, elr=None):
     return {"kind": kind, "icount": icount, "addr": addr, "before": before,
             "after": after, "at": at, "insn": "-", "sp": sp, "frame": frame,
-            "elr_el1": elr}
+            "elr_el1": elr, "exact": True}
 
 
 def test_the_load_is_the_read_below_the_readers_sp_not_a_handlers():

@@ -33,6 +33,10 @@ import gdb
 EFSBADCRC = 74            # EBADMSG, as ext4 reports a bad checksum
 MASK64 = (1 << 64) - 1
 ICOUNT_RE = re.compile(r"instruction count = (\d+)")
+# Later accesses at which a write's exception frame is looked for: an
+# entry saves its frame within a few dozen instructions.
+FRAME_TRIES = 64
+POST_INDEX_SP = re.compile(r"\[sp\], #(-?(?:0x[0-9a-f]+|\d+))")
 
 
 class ReplayEnded(Exception):
@@ -282,10 +286,19 @@ def access(addr, before, pc, sp, kind):
     by = pc - 4
     at, insn = where(by)
     hit = {"icount": icount(), "kind": kind, "addr": addr, "pc": by, "at": at,
-           "insn": insn, "sp": sp, "before": before, "after": u32(addr), "frame": None}
+           "insn": insn, "sp": sp_of_access(insn, sp), "before": before,
+           "after": u32(addr), "frame": None}
     if kind == "write":
-        hit["elr_el1"] = reg("ELR_EL1")
+        hit["elr_el1"], hit["frame_tries"] = reg("ELR_EL1"), 0
     return hit
+
+
+def sp_of_access(insn, sp):
+    """The sp an access is judged against, from the sp after it: a
+    post-indexed pop ("ldp x25, x26, [sp], #16") read its words before it
+    raised sp, at the sp before."""
+    m = POST_INDEX_SP.search(insn)
+    return sp - int(m.group(1), 0) if m else sp
 
 
 def frame_writes(hits, layout):
@@ -293,10 +306,13 @@ def frame_writes(hits, layout):
     entry, once the entry has finished saving the frame: at a later access
     (the entry saves the interrupted sp after the word was written)."""
     for write in hits[:-1]:
-        if write["kind"] != "write" or write["frame"] is not None:
+        if write["kind"] != "write" or write["frame"] is not None \
+                or write["frame_tries"] >= FRAME_TRIES:
             continue
+        write["frame_tries"] += 1
         frame = exception_frame(write["sp"], layout)
-        if frame:
+        # Complete once it holds the return address the write saw.
+        if frame and frame["pc"] == write["elr_el1"]:
             frame["at"], frame["insn"] = where(frame["pc"])
             write["frame"] = frame
 
@@ -384,6 +400,9 @@ def watch_call(target, layout):
                     watch(addr, "write")
             for addr, kind in [(a, "write") for a in moved] + [(a, "read") for a in read_back]:
                 hit = access(addr, words[addr], pc, sp, kind)
+                # A word gdb did not name changed at this instruction or
+                # at one since the last stop.
+                hit["exact"] = addr in triggered
                 hits.append(hit)
                 frame_writes(hits, layout)
                 if kind == "read":

@@ -142,6 +142,11 @@ def find_bad_calls(run, meta, out, failures):
     return found
 
 
+def explained(watch, call, layout, placed):
+    return bool(watch and "hits" in watch
+                and mechanism(call, watch["hits"], layout, placed)["explained"])
+
+
 def pt_regs_field(offset, layout):
     """The pt_regs member at offset, e.g. 'x13' or 'pc'."""
     named = {layout["sp"]: "sp", layout["pc"]: "pc", layout["pstate"]: "pstate"}
@@ -163,35 +168,46 @@ def window_of(pc, placed):
 
 def mechanism(call, hits, layout, placed):
     """The story of one failure from its bad call and the watch of the
-    words that held its result."""
+    words that held its result: the read of the wrong result below the
+    reader's sp, the write of the right state into that word before it,
+    and the writes between the two; the exception frame of the first of
+    those that has one is the interrupt."""
     wrong = call["result"]
-    reads = [h for h in hits if h["kind"] == "read" and h["after"] == wrong]
     # The class of bug: a read of a word below the reader's own sp.  Reads
-    # above it are interrupt handlers reading their own frames.
-    reads = [h for h in reads if h["addr"] < h["sp"]] or reads
+    # above it are handlers reading their own frames.
+    reads = [h for h in hits if h["kind"] == "read" and h["after"] == wrong
+             and h["addr"] < h["sp"]]
     if not reads:
         return {"explained": False,
                 "why": "no word the call stored into was overwritten with the "
-                       "wrong result and read back"}
+                       "wrong result and read back below the reader's sp"}
     load = reads[-1]
     writes = [h for h in hits if h["kind"] == "write" and h["addr"] == load["addr"]
               and h["icount"] <= load["icount"]]
-    overwrite = writes[-1]
-    stored = next((w for w in reversed(writes[:-1]) if w["after"] != wrong), None)
+    right = [i for i, w in enumerate(writes) if w["after"] == call["expected"]]
+    kept = [i for i, w in enumerate(writes) if w["after"] != wrong]
+    at = (right or kept or [None])[-1]
+    if at is None or at == len(writes) - 1:
+        return {"explained": False, "load": load,
+                "why": "the word read back was not written over a value the call stored"}
+    stored, overwrites = writes[at], writes[at + 1:]
+    overwrite = overwrites[-1]
     story = {"explained": overwrite["after"] == wrong, "slot": load["addr"],
-             "load": load, "overwrite": overwrite, "stored": stored,
-             "stored_value": overwrite["before"], "read_value": wrong,
-             "writes_during_call": sum(1 for h in hits if h["kind"] == "write"),
-             "expected": call["expected"],
-             "stored_is_expected": overwrite["before"] == call["expected"]}
-    frame = overwrite.get("frame")
+             "load": load, "stored": stored, "overwrites": overwrites,
+             "overwrite": overwrite, "stored_value": stored["after"],
+             "read_value": wrong, "expected": call["expected"],
+             "stored_is_expected": stored["after"] == call["expected"]}
     # An exception frame whose saved pc is not the exception's return
     # address is not the frame of the exception that wrote the word.
-    if frame and frame["pc"] == overwrite.get("elr_el1"):
+    entry = next((w for w in overwrites if w.get("frame")
+                  and w["frame"]["pc"] == w.get("elr_el1")), None)
+    if entry:
+        frame = entry["frame"]
         story["interrupt"] = {
             "pc": frame["pc"], "at": frame.get("at"), "insn": frame.get("insn"),
             "sp": frame["sp"], "pstate": frame["pstate"],
-            "frame_base": frame["base"], "elr_el1": overwrite["elr_el1"],
+            "frame_base": frame["base"], "elr_el1": entry["elr_el1"],
+            "entry_write": entry,
             "field": pt_regs_field(load["addr"] - frame["base"], layout),
             "window": window_of(frame["pc"], placed)}
     return story
@@ -240,10 +256,11 @@ def story_text(n, failure, call, story):
         win = f"in window {irq['window']}" if irq["window"] else "in no window stackscan found"
         lines.append(f"  interrupt pc {irq['at']} ({irq['insn']}), sp {irq['sp']:#x}, "
                      f"pstate {irq['pstate']:#x}: {win}; frame at {irq['frame_base']:#x}")
-    o = story["overwrite"]
-    what = story["interrupt"]["field"] if irq else f"{story['slot']:#x}"
-    lines.append(f"  overwrite {o['at']} ({o['insn']}) wrote {what} over the "
-                 f"state: {o['before']:#010x} -> {o['after']:#010x} at {o['icount']:,}")
+    for o in story["overwrites"]:
+        what = irq["field"] if irq and o is irq["entry_write"] else f"{story['slot']:#x}"
+        by = "" if o.get("exact", True) else " or an instruction since the last stop"
+        lines.append(f"  overwrite {o['at']} ({o['insn']}){by} wrote {what}: "
+                     f"{o['before']:#010x} -> {o['after']:#010x} at {o['icount']:,}")
     ld = story["load"]
     lines.append(f"  load      {ld['at']} ({ld['insn']}) read {ld['after']:#010x} "
                  f"at {ld['icount']:,}, sp {ld['sp']:#x} (the word is "
@@ -285,6 +302,19 @@ def main(run, meta, which, out):
         else {"targets": [], "pt_regs": None}
     watch_of = {t["entry_icount"]: t for t in watched["targets"]}
     placed = placed_windows(run, meta)
+    # Where the words holding the wrong result at the call's return do not
+    # tell (code after the load, a tracer's handler say, wrote over the
+    # word before the call returned), watch every word of the call's stack.
+    wide = [{**t, "words": [t["sp"] - STACK_SCAN_BYTES + i
+                            for i in range(0, STACK_SCAN_BYTES, 4)]}
+            for t in targets if not explained(watch_of.get(t["entry_icount"]),
+                                              unique[t["entry_icount"]],
+                                              watched["pt_regs"], placed)]
+    if wide:
+        again = run_pass(run, meta, out, "slots", {"targets": wide}, "slots-wide")
+        watch_of.update({t["entry_icount"]: t for t in again["targets"]
+                         if explained(t, unique[t["entry_icount"]], again["pt_regs"],
+                                      placed)})
     walks = []
     for n, failure in chosen:
         call = calls.get(n)
