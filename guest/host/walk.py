@@ -20,9 +20,11 @@ recording, and each is checked to be a prefix of the recording's console.
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from analysis import windows as windows_file
@@ -61,7 +63,9 @@ def run_pass(run, meta, out, kind, job, name=None):
     name = name or kind
     passdir = out / f"pass-{name}"
     passdir.mkdir()
-    sock = passdir / "gdb.sock"
+    # A Unix socket's path has at most 107 bytes: not in a deep run directory.
+    sockdir = pathlib.Path(tempfile.mkdtemp(prefix="chkwin-gdb-"))
+    sock = sockdir / "gdb.sock"
     argv = recordreplay.replay_argv(meta, run, passdir) + [
         "-gdb", f"unix:{sock},server=on,wait=off", "-S"]
     job = {**job, "pass": kind, "socket": str(sock)}
@@ -100,6 +104,7 @@ def run_pass(run, meta, out, kind, job, name=None):
                 if proc is not None and proc.poll() is None:
                     proc.send_signal(signal.SIGKILL)
                     proc.wait()
+            shutil.rmtree(sockdir, ignore_errors=True)
     if not result.is_file():
         die(f"walk: the {name} pass found nothing: "
             f"{last_line(passdir / 'gdb.log') or 'gdb said nothing'} "
