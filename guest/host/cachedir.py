@@ -67,11 +67,16 @@ def write_json(path, doc, indent=2):
     os.replace(tmp, path)
 
 
-def empty_out_dir(path):
-    """path as a new or empty directory for a command's output, or a
-    one-line error: nothing already recorded there is overwritten."""
+def check_out_dir(path):
+    """A one-line error unless path is free for a command's output (new,
+    or an empty directory): nothing already recorded there is overwritten."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         die(f"--out {path} exists and is not an empty directory")
+
+
+def empty_out_dir(path):
+    """path, checked by check_out_dir and made."""
+    check_out_dir(path)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -135,12 +135,11 @@ def string_at(expr):
         return None
 
 
-def failure_report(pc, job):
-    """What an error function's arguments say, or None when its error is
-    not a bad checksum.  __ext4_error_inode(inode, func, line, block,
-    error, fmt, ...); __ext4_error(sb, func, line, force_ro, error, block,
-    fmt, ...)."""
-    name = job["by_address"][str(pc)]
+def failure_report(name):
+    """What the arguments of the error function name say, or None when its
+    error is not a bad checksum.  __ext4_error_inode(inode, func, line,
+    block, error, fmt, ...); __ext4_error(sb, func, line, force_ro, error,
+    block, fmt, ...)."""
     if reg("x4") & 0xFFFFFFFF != EFSBADCRC:
         return None
     report = {"function": name, "reported_by": string_at("$x1"),
@@ -157,26 +156,18 @@ def failure_report(pc, job):
     return report
 
 
-def error_breakpoints(job):
-    job["by_address"] = {}
-    bps = []
-    for name in job["error_functions"]:
-        addr = address_of(name)
-        job["by_address"][str(addr)] = name
-        bps.append(gdb.Breakpoint(f"*{addr:#x}", internal=True))
-    return bps
-
-
 def pass_failures(job):
-    error_breakpoints(job)
+    names = {address_of(name): name for name in job["error_functions"]}
+    for addr in names:
+        gdb.Breakpoint(f"*{addr:#x}", internal=True)
     found = []
     try:
         while job["limit"] is None or len(found) < job["limit"]:
             resume()
             pc = reg("pc")
-            if str(pc) not in job["by_address"]:
+            if pc not in names:
                 continue
-            report = failure_report(pc, job)
+            report = failure_report(names[pc])
             if report:
                 found.append({"icount": icount(), **report})
     except ReplayEnded:
@@ -274,8 +265,7 @@ def exception_frame(sp, layout):
     if saved_sp != sp + layout["size"]:
         return None
     return {"base": sp, "pc": u64(sp + layout["pc"]), "sp": saved_sp,
-            "pstate": u64(sp + layout["pstate"]),
-            "regs": [u64(sp + 8 * i) for i in range(31)]}
+            "pstate": u64(sp + layout["pstate"])}
 
 
 def access(addr, before, pc, sp, kind):

@@ -99,8 +99,8 @@ def summary_line(run, out, status, verdict):
     where = ("console identical" if diff is None else
              f"console differs from byte {diff['byte']} (line {diff['line']}: "
              f"recorded {diff['recorded'][:60]!r}, replayed {diff['replayed'][:60]!r})")
-    qemu_err = (out / "qemu.log").read_text(errors="replace").strip().splitlines()
-    tail = f"; QEMU: {qemu_err[-1]}" if qemu_err else ""
+    qemu_err = walk.last_line(out / "qemu.log")
+    tail = f"; QEMU: {qemu_err}" if qemu_err else ""
     return (f"replay: error: {out} diverged from {run}: {where}; "
             f"differing: {', '.join(verdict['mismatched']) or 'none'}{tail}")
 

@@ -46,7 +46,7 @@ import sys
 import tarfile
 import time
 
-from guest.host.cachedir import die, empty_out_dir, write_json
+from guest.host.cachedir import check_out_dir, die, write_json
 from guest.host import interrupts
 from guest.host import kernelwindows
 from guest.host import kmsg
@@ -330,8 +330,7 @@ def parse_args():
 
 def main():
     args = parse_args()
-    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
-        die(f"--out {args.out} exists and is not an empty directory")
+    check_out_dir(args.out)
     # Absolute: a recording's command line is replayed from anywhere.
     args.out = args.out.resolve()
     if args.root == "debian" and args.flavour == "stock":
