@@ -23,13 +23,14 @@ import math
 import pathlib
 
 import numpy as np
+from scipy import stats
 
 from analysis import chkwinlog
 from analysis import correlate
 from analysis import model
 from analysis import planning
 from analysis import verdict
-from analysis.poisson import binom_ci, poisson_ci, t_quantile
+from analysis.poisson import binom_ci, normal_quantile, poisson_ci, t_quantile
 
 PER = 1e6
 GCC49_FUNC = 1      # enum chkwin_func: CHKWIN_FUNC_GCC49
@@ -158,13 +159,69 @@ def _ci(lo, hi):
 
 
 def spread(doc):
-    """The experiment's boot-to-boot dispersion (verdict.Fit): the spread of
-    boots about their condition's rate, pooled over the replicated
-    conditions (two boots of one condition alone give a very noisy
-    estimate), with the design's blocks as terms (blocks())."""
-    conds = [c for c in doc["conditions"] if c["kind"] in REPLICATED]
+    """The experiment's pooled boot-to-boot dispersion (verdict.Fit): the
+    spread of boots about their condition's rate over every replicated
+    condition, with the design's blocks as terms (blocks()).  A comparison
+    uses its own conditions' spread (comparison_spread); this one serves
+    where those have no degree of freedom, and plans the next run."""
+    return conditions_spread(doc, [c for c in doc["conditions"] if c["kind"] in REPLICATED])
+
+
+def conditions_spread(doc, conds):
+    """The dispersion of the boots of conds about their own rates, within
+    the design's blocks where two conditions with failures share them
+    (one alone would spend a degree of freedom a block on nothing)."""
+    failing = [c for c in conds if sum(k for k, _ in counts(doc, c["name"]))]
+    if len(failing) < 2:
+        return verdict.fit(*[counts(doc, c["name"]) for c in conds])
     return verdict.fit_blocked([counts(doc, c["name"]) for c in conds],
                                [blocks(doc, c["name"]) for c in conds])
+
+
+def comparison_spread(doc, conds):
+    """The spread a comparison of conds uses: their own boots', within
+    blocks; the pooled one, said so, where theirs has no degree of
+    freedom (one boot a condition, or no failure on one side)."""
+    within = "phase-seed pairs" if _paired(doc) else "rounds"
+    own = conditions_spread(doc, conds)
+    if own.df:
+        own.source = f"(its own boots, within {within})"
+        return own
+    pooled = spread(doc)
+    pooled.source = (f"(pooled over every replicated condition, within {within}: its own "
+                     f"boots give no degree of freedom)")
+    return pooled
+
+
+def condition_spreads(doc):
+    """{condition: Fit} of every replicated condition with two boots and
+    a failure: its boots about its own rate, no blocks (a phase seed's
+    effect stays in; it is what moves a condition's level from run to run)."""
+    out = {}
+    for c in doc["conditions"]:
+        if c["kind"] in REPLICATED:
+            f = verdict.fit(counts(doc, c["name"]))
+            if f.df:
+                out[c["name"]] = f
+    return out
+
+
+def homogeneity(fits):
+    """Bartlett's test that the conditions' dispersions are one: each
+    Pearson chi-square over its df estimates phi with phi x chi-square(df)
+    / df, which is what Bartlett's statistic assumes.  (statistic, df,
+    p-value), or None with fewer than two conditions."""
+    fits = [f for f in fits if f.df]
+    if len(fits) < 2:
+        return None
+    dfs = np.array([f.df for f in fits], float)
+    s2 = np.maximum(np.array([f.chi2 for f in fits]) / dfs, 1e-9)
+    total = dfs.sum()
+    pooled = float(np.sum(dfs * s2) / total)
+    stat = total * math.log(pooled) - float(np.sum(dfs * np.log(s2)))
+    stat /= 1 + (np.sum(1 / dfs) - 1 / total) / (3 * (len(fits) - 1))
+    df = len(fits) - 1
+    return float(stat), df, float(stats.chi2.sf(stat, df))
 
 
 def dispersion_from(run_dir):
@@ -231,26 +288,48 @@ def plan_line(doc):
 
 
 def dispersion_line(doc):
-    """The unclamped dispersion with its interval: near 1 when boots are
-    independent Poisson draws, below 1 when they repeat one trajectory."""
+    """The dispersion, not floored: pooled within blocks with its interval
+    (near 1 when boots are independent Poisson draws, below 1 when they
+    repeat one trajectory), each condition's own, and whether they are one."""
     fit = spread(doc)
     if fit.phi is None:
         return None
     phi, (lo, hi), df = fit.phi, fit.ci(), fit.df
     what = ("boots look independent (Poisson)" if lo <= 1 <= hi else
-            "boots repeat each other more than Poisson allows (phase-locked?)"
-            if hi < 1 else "boots spread wider than Poisson")
+            "boots repeat one trajectory more than independent draws can (a diagnostic: "
+            "intervals still use Poisson's spread)" if hi < 1 else "boots spread wider than Poisson")
     within = "phase-seed pairs" if _paired(doc) else "rounds"
-    return (f"boot-to-boot dispersion {phi:.2f} (95% CI {lo:.2f}-{hi:.2f}, "
-            f"{df} degrees of freedom, not clamped; within {within}): {what}")
+    text = (f"boot-to-boot dispersion {phi:.2f} (95% CI {lo:.2f}-{hi:.2f}, "
+            f"{df} degrees of freedom, not floored; within {within}): {what}")
+    own = condition_spreads(doc)
+    if own:
+        text += ("; each condition about its own rate: "
+                 + ", ".join(f"{name} {f.phi:.2g} ({f.df} df)" for name, f in own.items()))
+        test = homogeneity(own.values())
+        if test:
+            stat, tdf, pval = test
+            text += (f"; one dispersion for all? Bartlett chi-square {stat:.1f} on {tdf} df, "
+                     f"p = {pval:.2g}: " + ("they differ, so each comparison uses its own"
+                                            if pval < 0.05 else "no evidence they differ"))
+    return text
+
+
+# Measured against predicted: "agrees" when the 90% interval of measured /
+# predicted lies inside 1/(1+M)..1+M, as the A/A comparison's equivalence.
+MODEL_MARGIN = 0.10
 
 
 def model_rows(doc):
     """Predicted against measured failures of every icount condition whose
-    boots carry interrupt counts (analysis/model.py)."""
+    boots carry interrupt counts (analysis/model.py).  Each row's interval
+    carries the condition's own spread about its rate (no blocks: a phase
+    seed's effect on the level is part of what a run can read) and the
+    prediction's own error (lambda is counted: Poisson on the timer count)."""
     shift = doc["settings"].get("shift")
     loop = doc["settings"].get("loop_instructions") or model.LOOP_INSNS
-    fit = spread(doc)
+    own = condition_spreads(doc)
+    pooled = verdict.fit(*[counts(doc, c["name"]) for c in doc["conditions"]
+                           if c["kind"] in REPLICATED])
     rows = []
     for c in doc["conditions"]:
         boots = [b for b in boots_of(doc, c["name"])
@@ -263,16 +342,54 @@ def model_rows(doc):
         measured = sum(b["failures_total"] for b in boots)
         task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
         seconds = sum(t for t, _ in task)
-        ratio, ci = model.ratio_to_model(measured, predicted, fit.scale(), fit.level(0.95))
+        timer = sum(b["interrupts"]["timer"] for b in boots)
+        fit = own.get(c["name"]) or pooled
+        ratio, ci = model.ratio_to_model(measured, predicted, fit.scale(), fit.level(0.95),
+                                         1 / timer if timer else 0.0)
         rows.append({"condition": c["name"], "window": c["window"], "width": c["width"],
                      "W": model.fatal_boundaries(c["window"], c["width"], loop),
                      "shift": shift_c,
                      "timer_per_s": sum(t * r[0] for t, r in task) / seconds,
                      "device_per_s": sum(t * r[1] for t, r in task) / seconds,
-                     "calls": sum(b["calls"] for b in boots),
+                     "calls": sum(b["calls"] for b in boots), "timer": timer,
+                     "phi": fit.scale(), "phi_df": fit.df,
+                     "levels": (fit.level(0.95), fit.level(0.90)),
                      "predicted": predicted, "measured": measured,
                      "ratio": ratio, "ratio_ci": ci})
     return rows
+
+
+def model_fit(rows):
+    """The model checked as a model over the windowed conditions: Pearson's
+    goodness of fit with no parameter fitted (the predictions come before
+    the boots), each term's variance phi x predicted plus the prediction's
+    own; and measured / predicted pooled by W, tested two-sidedly against
+    1 within MODEL_MARGIN.  None without a windowed condition."""
+    rows = [r for r in rows if r["window"] != "off" and r["predicted"] > 0]
+    if not rows:
+        return None
+    chi2 = sum((r["measured"] - r["predicted"]) ** 2
+               / (r["phi"] * r["predicted"] + r["predicted"] ** 2 / max(r["timer"], 1))
+               for r in rows)
+    by_w = []
+    for w in sorted({r["W"] for r in rows}):
+        group = [r for r in rows if r["W"] == w]
+        k = sum(r["measured"] for r in group)
+        pred = sum(r["predicted"] for r in group)
+        phi = sum(r["phi"] * r["predicted"] for r in group) / pred
+        # The widest of the group's t levels: the fewest degrees of freedom.
+        l95, l90 = (max(r["levels"][i] for r in group) for i in (0, 1))
+        rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
+        ratio, ci95 = model.ratio_to_model(k, pred, phi, l95, rel)
+        _, ci90 = model.ratio_to_model(k, pred, phi, l90, rel)
+        inside = 1 / (1 + MODEL_MARGIN) <= ci90[0] and ci90[1] <= 1 + MODEL_MARGIN
+        kind = ("differs" if ci95[0] > 1 or ci95[1] < 1 else
+                "agrees" if inside else "undecided")
+        by_w.append({"W": w, "conditions": [r["condition"] for r in group],
+                     "measured": k, "predicted": pred, "ratio": ratio, "ci95": ci95,
+                     "ci90": ci90, "kind": kind})
+    return {"chi2": chi2, "df": len(rows), "p": float(stats.chi2.sf(chi2, len(rows))),
+            "by_w": by_w}
 
 
 def model_table(rows):
@@ -303,25 +420,33 @@ def hardware_table(doc):
 
 
 def model_line(rows):
-    """How the model did over every windowed condition."""
-    rows = [r for r in rows if r["window"] != "off"]
-    if not rows:
+    """How the model did over every windowed condition: its goodness of
+    fit, and measured / predicted by W against 1 within MODEL_MARGIN."""
+    check = model_fit(rows)
+    if check is None:
         return None
-    inside = [r for r in rows if r["ratio_ci"][0] <= 1 <= r["ratio_ci"][1]]
-    misses = "; ".join(f"{r['condition']} measured/predicted {r['ratio']:.2f} "
-                       f"({_ci(*r['ratio_ci'])})" for r in rows if r not in inside)
-    return (f"the model (W x lambda x 2^N ns a call) covers {len(inside)} of {len(rows)} "
-            f"conditions with its 95% interval" + (f"; it misses {misses}" if misses else ""))
+    band = f"+-{MODEL_MARGIN * 100:.0f}%"
+    words = {"differs": "differs from the model",
+             "agrees": f"agrees within {band}", "undecided": f"undecided within {band}"}
+    per_w = "; ".join(
+        f"W = {g['W']} ({', '.join(g['conditions'])}): {g['measured']} against "
+        f"{g['predicted']:.1f}, measured/predicted {g['ratio']:.3g} (95% CI "
+        f"{_ci(*g['ci95'])}, 90% {_ci(*g['ci90'])}): {words[g['kind']]}"
+        for g in check["by_w"])
+    fit = "fits" if check["p"] >= 0.05 else "does NOT fit"
+    return (f"the model (W x lambda x 2^N ns a call, predicted before the boots) {fit}: "
+            f"chi-square {check['chi2']:.1f} on {check['df']} df, p = {check['p']:.2g}, "
+            f"each condition with its own spread and the prediction's error; {per_w}")
 
 
 def conditions(doc):
     """One row per condition in the experiment's order; intervals with the
-    experiment's dispersion."""
+    condition's own dispersion, the pooled one where it has none."""
     rows = []
-    fit = spread(doc)
+    pooled, own = spread(doc), condition_spreads(doc)
     for c in doc["conditions"]:
         boots = boots_of(doc, c["name"])
-        r = verdict.rate(counts(doc, c["name"]), spread=fit)
+        r = verdict.rate(counts(doc, c["name"]), spread=own.get(c["name"], pooled))
         kinds = {}
         for b in boots:
             for k, n in b["failures"].items():
@@ -552,52 +677,72 @@ def dose_line(d):
             f"{'t on ' + str(d['df']) + ' df' if d['df'] > 0 else 'two points: no scatter to see'}")
 
 
-def decisions(doc, rec, doses):
-    """The verdict lines, most important first; doses are dose() fits."""
+def comparisons(doc):
+    """The experiment's comparisons, each with its own spread
+    (comparison_spread): [{key, label, verdict, expect}], expect the
+    model's ratio where the model predicts one (the positive control)."""
     margin = doc["settings"]["margin"]
-    fit = spread(doc)
+    window = doc["settings"].get("window", "gcc49")
     out = []
 
     def pooled_over(conds):
         return [x for c in conds for x in counts(doc, c["name"])]
 
-    window = doc["settings"].get("window", "gcc49")
+    def compare(a, b, names):
+        return verdict.compare(pooled_over(a), pooled_over(b), margin, names=names,
+                               spread=comparison_spread(doc, a + b))
+
     primary = _cond(doc, kind="counting", window=window, singlestep=False)
-    gcc49 = pooled_over(primary)
-    off = pooled_over(_cond(doc, kind="counting", window="off"))
-    if gcc49 and off:
-        v = verdict.compare(gcc49, off, margin, names=(window, "off"), spread=fit)
-        out.append(("window", f"the emulated window and the failures: {v.text}"))
-    rows = model_rows(doc)
-    predicted = {r["condition"]: r for r in rows}
+    off = _cond(doc, kind="counting", window="off")
+    if pooled_over(primary) and pooled_over(off):
+        out.append({"key": "window", "label": f"{window}/off",
+                    "verdict": compare(primary, off, (window, "off")), "expect": None})
+    predicted = {r["condition"]: r for r in model_rows(doc)}
     for c in _cond(doc, kind="control"):
         ref = next((p for p in primary if p["flavour"] == c["flavour"]), None)
-        a, b = pooled_over([c]), pooled_over([ref]) if ref else []
-        if not (a and b):
+        if not (ref and pooled_over([c]) and pooled_over([ref])):
             continue
-        v = verdict.compare(a, b, margin, names=(f"width {c['width']}", window), spread=fit)
         pa, pb = predicted.get(c["name"]), predicted.get(ref["name"])
-        expect = ""
-        if pa and pb and pb["predicted"] > 0:
-            want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"])
-            inside = v.ci95[0] <= want <= v.ci95[1]
-            expect = (f"; the model predicts {want:.2f}, "
-                      f"{'inside' if inside else 'OUTSIDE'} the 95% interval")
-        out.append(("control", f"positive control (a known difference: the loop of "
-                               f"width {c['width']} against the listing's window): "
-                               f"{v.text}{expect}"))
+        want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"]) \
+            if pa and pb and pb["predicted"] > 0 else None
+        out.append({"key": "control", "label": f"width {c['width']}/{window}",
+                    "verdict": compare([c], [ref], (f"width {c['width']}", window)),
+                    "expect": want})
     aa = _cond(doc, kind="aa")
-    flav = aa if len(aa) == 2 else \
-        _cond(doc, kind="counting", window=window, singlestep=False)
+    flav = aa if len(aa) == 2 else primary
     if len(flav) == 2:
         first, second = flav
-        a, b = pooled_over([second]), pooled_over([first])
-        if a and b:
-            v = verdict.compare(a, b, margin, names=(second["flavour"],
-                                                     first["flavour"]), spread=fit)
-            where = (f" (A/A here, at loop width {first['width']}: QEMU translates "
+        if pooled_over([second]) and pooled_over([first]):
+            names = (second["flavour"], first["flavour"])
+            out.append({"key": "flavour", "label": "/".join(names) +
+                        (f" at width {first['width']}" if aa else ""), "aa": bool(aa),
+                        "width": first["width"],
+                        "verdict": compare([second], [first], names), "expect": None})
+    return out
+
+
+def decisions(doc, rec, doses):
+    """The verdict lines, most important first; doses are dose() fits."""
+    window = doc["settings"].get("window", "gcc49")
+    out = []
+    rows = model_rows(doc)
+    for c in comparisons(doc):
+        v = c["verdict"]
+        if c["key"] == "window":
+            out.append(("window", f"the emulated window and the failures: {v.text}"))
+        elif c["key"] == "control":
+            expect = ""
+            if c["expect"] is not None:
+                inside = v.ci95[0] <= c["expect"] <= v.ci95[1]
+                expect = (f"; the model predicts {c['expect']:.2f}, "
+                          f"{'inside' if inside else 'OUTSIDE'} the 95% interval")
+            out.append(("control", f"positive control (a known difference: the loop of "
+                                   f"{c['label'].split('/')[0]} against the listing's window): "
+                                   f"{v.text}{expect}"))
+        else:
+            where = (f" (A/A here, at loop width {c['width']}: QEMU translates "
                      f"both barriers alike, so \"equivalent\" is the expected "
-                     f"answer)" if aa else "")
+                     f"answer)" if c["aa"] else "")
             out.append(("flavour", f"the barrier flavour and the failure rate{where}: "
                                    f"{v.text}"))
     line = model_line(rows)

@@ -44,7 +44,7 @@ runs inode-loop.
 import math
 import pathlib
 
-from analysis.poisson import poisson_ci
+from analysis.poisson import normal_quantile, poisson_ci
 
 # The loop body of patch 0002 (subs, b.ne) when no System.map says otherwise.
 LOOP_INSNS = 2
@@ -88,14 +88,21 @@ def per_call(window, width, interrupts, shift, loop_insns=LOOP_INSNS):
         * rates(interrupts)[0]
 
 
-def ratio_to_model(measured, predicted, phi=1.0, conf=0.95):
-    """measured / predicted failures with the interval of the measured
-    count (exact Poisson, widened by the dispersion phi); the prediction's
-    own error (interrupt counts in the tens of thousands) is left out."""
+def ratio_to_model(measured, predicted, phi=1.0, conf=0.95, predicted_rel_var=0.0):
+    """measured / predicted failures with its interval: the exact Poisson
+    interval of the measured count widened by the dispersion phi, and, on
+    the log scale in quadrature, the prediction's own relative variance
+    (lambda is counted, not known)."""
     if predicted <= 0:
         return math.nan, (math.nan, math.nan)
     lo, hi = poisson_ci(measured / phi, conf)
-    return measured / predicted, (lo * phi / predicted, hi * phi / predicted)
+    lo, hi = lo * phi, hi * phi
+    if predicted_rel_var > 0:
+        z = normal_quantile((1 + conf) / 2) * math.sqrt(predicted_rel_var)
+        if lo > 0:
+            lo = measured * math.exp(-math.hypot(math.log(measured / lo), z))
+        hi = max(measured, 0.5) * math.exp(math.hypot(math.log(hi / max(measured, 0.5)), z))
+    return measured / predicted, (lo / predicted, hi / predicted)
 
 
 # An extrapolation, not a measurement: a Cortex-A72 at 2 GHz retiring about

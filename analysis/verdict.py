@@ -9,15 +9,19 @@ condition's rate over the residual degrees of freedom (boots less
 conditions; a condition without a failure carries no spread).  Where the
 design has blocks (boots paired by phase seed, or rounds), fit_blocked
 adds a term per block, and the spread is what is left within blocks.
-phi is not clamped at 1: boots that repeat each other (phase-locked) show
-as phi < 1.  Its own uncertainty is carried by Student's t on those
-degrees of freedom:
-an interval is the exact one (Garwood, or the conditional binomial of a
-ratio) on counts divided by phi, at the normal level whose quantile is
-the t quantile, so a handful of boots widens it and many boots converge
-to the plain exact interval.  With no residual degree of freedom (one
-boot a condition) the spread cannot be estimated: Poisson is assumed,
-and the verdict says so.
+
+Intervals are never narrower than Poisson's: rare failures over a fixed
+number of timer ticks cannot spread much less than Poisson allows (about
+1 - p a call), so an estimate below 1 says the boots repeat one
+trajectory, a diagnostic (Fit.below_poisson), not extra precision; the
+interval uses phi floored at 1.  The estimate's own uncertainty is carried
+by Student's t on its degrees of freedom: an interval is the exact one
+(Garwood, or the conditional binomial of a ratio) on counts divided by
+phi, at the normal level whose quantile is the t quantile, so a handful of
+boots widens it and many boots converge to the plain exact interval.
+With no residual degree of freedom (one boot a condition) the spread
+cannot be estimated: Poisson is assumed, the verdict says so, and it
+cannot be "equivalent" (nothing shows the boots are not wider than that).
 
 A comparison of two conditions ends in exactly one of three verdicts:
   differs      the 95% interval of the rate ratio excludes 1 (and, when
@@ -39,9 +43,8 @@ from scipy import stats
 from analysis.poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
 Z95 = normal_quantile(0.975)
-# Identical boots give chi-square 0; this floor keeps their interval from
-# collapsing to a point (a tenth of Poisson's spread).
-PHI_FLOOR = 0.1
+# The dispersion intervals use: never below Poisson's (module docstring).
+PHI_FLOOR = 1.0
 # The power "undecided" quotes boots for.
 POWER = 0.80
 
@@ -63,14 +66,32 @@ def pooled(boots):
 @dataclass
 class Fit:
     """The dispersion of a set of conditions: phi (None when df is 0),
-    Pearson's chi-square and its residual degrees of freedom."""
+    Pearson's chi-square, its residual degrees of freedom, and where it
+    comes from when that is not the compared conditions' own boots."""
     phi: float
     chi2: float
     df: int
+    source: str = ""
 
     def scale(self):
-        """phi as intervals use it: Poisson's 1 when it cannot be estimated."""
+        """phi as intervals use it: floored at Poisson's 1, and 1 when it
+        cannot be estimated."""
         return 1.0 if self.phi is None else max(self.phi, PHI_FLOOR)
+
+    def below_poisson(self, conf=0.95):
+        """Whether the whole interval of phi lies below 1: boots that
+        repeat one trajectory more than independent draws can."""
+        return bool(self.df) and self.ci(conf)[1] < 1
+
+    def describe(self):
+        """The spread as a verdict states it."""
+        if not self.df:
+            return ""
+        est = (f"dispersion {self.scale():.2g} (estimate {self.phi:.2g}, below Poisson"
+               f"{': boots repeat one trajectory' if self.below_poisson() else ''}; "
+               f"intervals use 1)" if self.phi < PHI_FLOOR else
+               f"dispersion {self.phi:.2g}")
+        return f"{est} on {self.df} df{f' {self.source}' if self.source else ''}, t intervals"
 
     def level(self, conf):
         """The normal confidence level whose quantile is t's on df."""
@@ -186,8 +207,9 @@ class Verdict:
     ratio: float        # rate a / rate b (inf: b has none; None: neither has any)
     ci95: tuple
     ci90: tuple
-    phi: float          # the dispersion used (1 when it could not be estimated)
+    phi: float          # the dispersion used (at least 1)
     df: int             # its degrees of freedom (0: Poisson assumed)
+    estimate: float     # phi as estimated, not floored (None with 0 df)
     margin: float
     within_margin: bool  # the 90% interval lies inside the margin
     more: int           # undecided: more boots a condition for POWER (None: none will)
@@ -239,29 +261,30 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
 
 def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
     """The verdict on rate(a) / rate(b); a and b are lists of boots.
-    spread: the Fit to use; by default the one of a and b, and an
-    experiment passes the one of all its replicated conditions (more
-    degrees of freedom).  unit: what a and b's items are, for the text."""
+    spread: the Fit to use; by default the one of a and b (an experiment
+    passes the one of their conditions, blocked as its design is).  unit:
+    what a and b's items are, for the text."""
     (k1, n1), (k2, n2) = pooled(a), pooled(b)
     spread = fit(a, b) if spread is None else spread
     phi = spread.scale()
     what = f"{names[0]}/{names[1]}"
     band = f"+-{margin * 100:.0f}% (ratio {1 / (1 + margin):.2f}-{1 + margin:.2f})"
     if spread.df:
-        how = f"dispersion {phi:.2g} on {spread.df} df, t intervals"
+        how = spread.describe()
     else:
         how = f"one of the {unit} a condition: spread not estimable, Poisson assumed"
     if k1 + k2 == 0:
         return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi, spread.df,
-                       margin, False, None, f"undecided: no failures in {names[0]} or "
-                       f"{names[1]}, so no ratio; run more")
+                       spread.phi, margin, False, None, f"undecided: no failures in "
+                       f"{names[0]} or {names[1]}, so no ratio; run more")
     # The point ratio from the counts themselves: phi scales both alike.
     ratio = rate_ratio(k1, n1, k2, n2)[0]
     _, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.95))
     _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.90))
     evidence = (f"{what} {_fmt(ratio)}, 95% CI {_fmt(lo95)}-{_fmt(hi95)}; "
                 f"{k1} and {k2} failures in {len(a)} and {len(b)} {unit}; {how}")
-    inside = 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin
+    # Inside the margin is a claim about the spread too: not on assumed Poisson.
+    inside = bool(spread.df) and 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin
     more = None
     if lo95 > 1 or hi95 < 1:
         kind = "differs"
@@ -276,6 +299,10 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
         log_ratio = math.log(max(k1, 0.5) / n1) - math.log(max(k2, 0.5) / n2)
         need = boots_for_power(k1 / len(a), k2 / len(b), phi, log_ratio, margin)
         now = max(len(a), len(b))
+        unestimated = ("; inside the margin, but equivalence needs a spread estimated "
+                       "from replicated boots" if not spread.df and
+                       1 / (1 + margin) <= lo90 and hi90 <= 1 + margin else "")
+        evidence += unestimated
         if need is None:
             text = f"undecided ({evidence})"
         else:
@@ -283,5 +310,5 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
             text = (f"undecided: {more} more {unit} a condition ({need[0]} in all) give "
                     f"{POWER * 100:.0f}% power to decide ({need[1]} at the observed "
                     f"ratio; margin {band}) ({evidence})")
-    return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, spread.df, margin,
-                   inside, more, text)
+    return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, spread.df, spread.phi,
+                   margin, inside, more, text)

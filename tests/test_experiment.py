@@ -68,13 +68,15 @@ def test_conditions_keep_the_experiment_order_and_pool_boots():
     assert [r["condition"] for r in rows] == [c["name"] for c in CONDS]
     u = rows[0]
     assert u["failures"] == 63 and u["calls"] == 3 * M and u["boots"] == 3
-    # One dispersion for the experiment, from the spread within each
-    # condition: unpatched's 25, 8, 30 against patched's steady 14, 15, 18.
-    # Rounds are blocks (no phase seeds): 6 boots with failures, 2
-    # condition terms and 2 more for rounds 2 and 3 leave 2 df.
+    # Each condition's interval carries its own spread about its rate:
+    # unpatched's 25, 8, 30 wide, patched's steady 14, 15, 18 floored at
+    # Poisson.  The pooled one (rounds as blocks: 6 boots with failures, 2
+    # condition terms and 2 for rounds 2 and 3 leave 2 df) lies between.
+    own = experiment.condition_spreads(d)
+    assert u["phi"] == own["unpatched-gcc49"].phi > 5
+    assert own["patched-gcc49"].phi < 1 and rows[2]["phi"] == 1.0
     fit = experiment.spread(d)
-    assert u["phi"] == rows[2]["phi"] == fit.phi and fit.df == 2
-    assert 2 < fit.phi < 5
+    assert fit.df == 2 and 2 < fit.phi < 5
     assert u["ci"][0] < u["per_million"] < u["ci"][1]
 
 
@@ -322,3 +324,52 @@ def test_the_exact_listing_controls_need_arrivals_and_failures():
         key = "exact-singlestep" if singlestep else "exact-tcg"
         line = dict(experiment.decisions(d, [rec(singlestep, arrivals, failures)], []))[key]
         assert (flag not in line) == ok, (singlestep, arrivals, failures, line)
+
+
+def test_each_comparison_uses_its_own_spread():
+    """A wide A/A pair does not widen the window comparison, nor does a
+    steady window pair narrow the A/A's; a comparison whose own boots
+    give no degree of freedom borrows the pooled spread and says so."""
+    conds = CONDS[:2] + [cond("unpatched-aa", "unpatched", "gcc49", "aa", width=16),
+                         cond("patched-aa", "patched", "gcc49", "aa", width=16)]
+    boots = []
+    for i, (w, u, p) in enumerate(zip([40, 44, 38, 42], [500, 300, 650, 420],
+                                      [380, 610, 470, 560]), 1):
+        boots += [boot("unpatched-gcc49", i, w, M, i), boot("unpatched-aa", i, u, M, i, 2),
+                  boot("patched-aa", i, p, M, i, 3)]
+    boots.append(boot("unpatched-off", 1, 0, 4 * M, 1, 4))
+    d = doc(boots, conds, window="gcc49", margin=0.10)
+    found = {c["key"]: c["verdict"] for c in experiment.comparisons(d)}
+    assert found["window"].df == 3 and found["window"].estimate < 1
+    assert found["flavour"].df == 3 and found["flavour"].phi > 20
+    assert "(its own boots, within rounds)" in found["flavour"].text
+    assert found["flavour"].kind == "undecided"
+    assert experiment.spread(d).df == 6
+    single = doc(boots[:3] + [boots[-1]], conds, window="gcc49", margin=0.10)
+    w = next(c["verdict"] for c in experiment.comparisons(single) if c["key"] == "window")
+    assert w.df == 0 and "Poisson assumed" in w.text
+
+
+def test_one_dispersion_or_several():
+    """Bartlett's test on Pearson chi-squares agrees with scipy's on
+    normal samples (the same statistic), and the dispersion line says
+    when conditions spread differently."""
+    import numpy as np
+    from scipy import stats
+    from analysis import verdict
+    rng = np.random.default_rng(3)
+    samples = [rng.normal(0, sd, n) for sd, n in ((1, 5), (2, 8), (1.5, 4))]
+    fits = [verdict.Fit(np.var(x, ddof=1), np.var(x, ddof=1) * (len(x) - 1), len(x) - 1)
+            for x in samples]
+    stat, df, pval = experiment.homogeneity(fits)
+    ref = stats.bartlett(*samples)
+    assert df == 2 and stat == pytest.approx(ref.statistic) and pval == pytest.approx(ref.pvalue)
+    steady = [100, 96, 104, 99, 101, 98]
+    wide = [100, 30, 170, 60, 150, 90]
+    boots = [boot("unpatched-gcc49", i, a, M, i) for i, a in enumerate(steady, 1)] + \
+        [boot("patched-gcc49", i, b, M, i, 2) for i, b in enumerate(wide, 1)]
+    line = experiment.dispersion_line(doc(boots, CONDS))
+    assert "they differ, so each comparison uses its own" in line, line
+    same = [boot("patched-gcc49", i, a, M, i, 2) for i, a in enumerate([97, 103, 99, 105, 95, 100], 1)]
+    line = experiment.dispersion_line(doc(boots[:6] + same, CONDS))
+    assert "no evidence they differ" in line, line
