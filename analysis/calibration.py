@@ -1,48 +1,96 @@
-"""How far the verdicts can be trusted: experiments simulated from the
-model the verdicts assume, analysed by verdict.compare, and the error
-rates counted.
+"""How far the demo's answers can be trusted: whole demos simulated as
+experiment.json documents, planned by the demo's own plan (planning.py:
+pilot, upper bound of the dispersion, blinded look at the midpoint) and
+analysed by the demo's own functions (experiment.comparisons,
+experiment.model_rows, experiment.model_fit), their error rates counted.
 
-The design is the demo's A/A comparison: two conditions of n boots each,
-paired (the n-th boots share a phase seed, a block of the analysis), equal
-exposure, a mean of per_boot failures a boot in the reference,
-margin +-M, n planned as the demo plans it (boots_for: the fewest boots
-whose simulated experiments reach 95% power at a true ratio of 1 and
-Poisson boots; the demo's plan searches the same way, and power() gives
-the power of its other comparisons).  Failures of a boot are negative
-binomial with variance phi x mean (phi > 1: extra spread between boots),
-Poisson at phi = 1, and binomial below 1 (boots that repeat each other
-more than Poisson allows, as phase-locked ones do).  For each dispersion
-and true ratio: the coverage of the 95% interval of the ratio, and how
-often each verdict comes out.  At a true ratio of 1 "differs" is a false
-difference; at exactly 1 + M, "equivalent" is a false equivalence (both
-nominally at most 5%).
+A simulated demo has the icount demo's conditions (design.conditions):
+the listing's window and off for two flavours and the loop of width 1 at
+--boots each, a pilot and the A/A pair at width 16.  A boot's mean is
+the failure model's prediction (model.per_call) at its calls, which vary
+as a real run's do, and its interrupt counts; the patched A/A flavour's
+is multiplied by the scenario's true ratio.  Failures are then drawn by a
+SCENARIO: Poisson; negative binomial of one dispersion; a dispersion
+that grows with the mean; a phase seed's effect shared by every boot of
+that seed (a pair's two flavours alike) or one of each boot's own; one
+outlier boot at twice its siblings' rate; low counts come with the
+design (the window and control comparisons' 4 boots of 16-50 failures).
+
+For every comparison: coverage of the true ratio by its 95% interval,
+false "differs" (at a true ratio of 1), false equivalence (at a true ratio
+of 1 + margin: every verdict that claims the 90% interval inside the
+margin, "equivalent" or "differs, by less than the margin"), and power;
+for the model: how often a true model is said to differ from itself, by
+W and by the goodness of fit.  Goals: coverage >= 93%, false differences
+within 3 Monte Carlo SE of 5% (or below), false equivalence at most 5% +
+3 SE.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis import design
+from analysis import experiment
+from analysis import model
+from analysis import planning
 from analysis import verdict
 
-# The grid both the test and the bench run: under-dispersed, Poisson and
-# overdispersed boots; no difference, a difference of exactly the margin,
-# and a clear one.
-DISPERSIONS = (0.5, 1, 2, 5, 10)
 MARGIN = 0.10
-RATIOS = (1.0, 1 + MARGIN, 2.0)
-# The demo's A/A boots at width 16 make about 500 failures each.
-PER_BOOT = 500
-SIMS = 2000
 # Simulated experiments behind a plan's power figure (Monte Carlo standard
 # error 0.7% at 95%), and the power and cap the demo plans its A/A boots for.
 PLAN_SIMS = 1000
 PLAN_POWER = 0.95
 MAX_BOOTS = 40
+SIMS = 1000
+
+# The demo's defaults: icount shift 4, 30 s boots of about 950,000 calls,
+# a 1,000 Hz tick with a few per cent idle; A/A at loop width 16.
+SHIFT, LOOP_INSNS, AA_WIDTH, BOOTS = 4, 2, 16, 4
+CALLS = 950_000
+INTERRUPTS = {"timer": 30_000, "device": 600, "idle_seconds": 1.0, "seconds": 30.0,
+              "cpus": 1, "task_seconds": 27.0}
+FLAVOURS = ("unpatched", "patched")
+# A phase seed's effect: a gamma factor of mean 1 and this coefficient of
+# variation (5%: at 500 failures a boot, as much spread again as Poisson's).
+SEED_CV = 0.05
+
+
+def _nb(rng, mean, phi):
+    """Negative binomial failures of the given mean and variance phi x mean."""
+    if mean <= 0:
+        return 0
+    if phi <= 1:
+        return int(rng.poisson(mean))
+    r = mean / (phi - 1)
+    return int(rng.negative_binomial(r, r / (r + mean)))
+
+
+def _gamma(rng, cv):
+    return float(rng.gamma(1 / cv ** 2, cv ** 2))
+
+
+# name: (what it is, draw(rng, mean, seed_factor) -> failures).  seed_factor
+# is the boot's phase seed's shared factor (1 outside "seed-shared").
+SCENARIOS = {
+    "poisson": ("Poisson boots", lambda rng, m, g: _nb(rng, m, 1)),
+    "nb-3": ("negative binomial, dispersion 3 at every mean",
+             lambda rng, m, g: _nb(rng, m, 3)),
+    "growing": ("dispersion growing with the mean, 1 + mean/100 (1.2 at 16, 6 at 500)",
+                lambda rng, m, g: _nb(rng, m, 1 + m / 100)),
+    "seed-shared": (f"a phase seed's factor (CV {SEED_CV * 100:.0f}%) shared by every boot "
+                    "of the seed", lambda rng, m, g: _nb(rng, m * g, 1)),
+    "seed-own": (f"a factor of each boot's own (CV {SEED_CV * 100:.0f}%)",
+                 lambda rng, m, g: _nb(rng, m * _gamma(rng, SEED_CV), 1)),
+    "outlier": ("Poisson, but one A/A boot at twice its siblings' rate",
+                lambda rng, m, g: _nb(rng, m, 1)),
+}
 
 
 def draw(rng, mean, phi, size):
-    """Failures of size boots with the given mean and variance phi x mean."""
+    """Failures of size boots with the given mean and variance phi x mean
+    (binomial below 1: boots that repeat each other)."""
     if mean == 0:
         return np.zeros(size, dtype=int)
     if phi == 1:
@@ -67,14 +115,10 @@ class Point:
     def share(self, what):
         return getattr(self, what) / self.sims
 
-    def mc_se(self, p=0.05):
-        """The Monte Carlo standard error of a rate p over these sims."""
-        return math.sqrt(p * (1 - p) / self.sims)
-
 
 def simulate(phi, mean_a, mean_b, boots, margin, sims, seed=0):
-    """Point: sims experiments of boots a condition, a boot of a making
-    mean_a failures on average and one of b mean_b (0: none ever)."""
+    """Point: sims A/A-design experiments of boots a condition, paired, a
+    boot of a making mean_a failures on average and one of b mean_b."""
     rng = np.random.default_rng(seed)
     exposure = 1e6
     ratio = mean_a / mean_b if mean_b else math.inf
@@ -83,7 +127,6 @@ def simulate(phi, mean_a, mean_b, boots, margin, sims, seed=0):
         a = draw(rng, mean_a, phi, boots)
         b = draw(rng, mean_b, phi, boots)
         both = ([(int(k), exposure) for k in a], [(int(k), exposure) for k in b])
-        # Analysed as the demo analyses it: boots paired by phase seed.
         pairs = verdict.fit_blocked(both, [range(boots), range(boots)])
         v = verdict.compare(*both, margin, spread=pairs)
         covered += v.ci95[0] <= ratio <= v.ci95[1]
@@ -101,40 +144,174 @@ def power(mean_a, mean_b, boots, phi, margin, seed):
     return p.share("differs"), p.share("equivalent")
 
 
-def boots_for(per_boot, phi, margin, want, cap, seed):
-    """(boots a flavour, power): the fewest boots whose simulated A/A
-    experiments (true ratio 1) come out "equivalent" at least want of the
-    time, searched up from the normal approximation's figure; cap when even
-    that many fall short."""
-    start = verdict.boots_for_power(per_boot, per_boot, max(phi, 1.0), 0.0, margin, want,
-                                    paired=True)
-    n = min(cap, start[0] if start else cap)
-    while True:
-        got = power(per_boot, per_boot, n, phi, margin, seed)[1]
-        if got >= want or n >= cap:
-            return n, got
-        n += 1
+class Demo:
+    """One simulated demo, built boot by boot as the demo builds its record."""
+
+    def __init__(self, scenario, aa_ratio, rng, margin=MARGIN):
+        self.draw = SCENARIOS[scenario][1]
+        self.outlier = scenario == "outlier"
+        self.rng, self.aa_ratio, self.margin = rng, aa_ratio, margin
+        self.conds = design.conditions(FLAVOURS, "icount", AA_WIDTH, recorded=False,
+                                       controls=False)
+        self.boots, self.seeds = [], {}
+        self.doc = {"seed": 0, "conditions": self.conds, "boots": self.boots,
+                    "settings": {"clock": "icount", "shift": SHIFT, "margin": margin,
+                                 "window": design.primary_window("icount"),
+                                 "loop_instructions": LOOP_INSNS, "boots": BOOTS}}
+
+    def seed_factor(self, label, n):
+        """The shared factor of the n-th seed of label (drawn once)."""
+        if (label, n) not in self.seeds:
+            self.seeds[label, n] = _gamma(self.rng, SEED_CV)
+        return self.seeds[label, n]
+
+    def boot(self, c, n):
+        calls = int(CALLS * self.rng.uniform(0.92, 1.0))
+        mean = calls * model.per_call(c["window"], c["width"], INTERRUPTS, SHIFT, LOOP_INSNS)
+        if c["kind"] == "aa" and c["flavour"] == FLAVOURS[1]:
+            mean *= self.aa_ratio
+        label = "pilot" if c["kind"] == "pilot" else "phase"
+        k = self.draw(self.rng, mean, self.seed_factor(label, n))
+        self.boots.append({"condition": c["name"], "round": n, "slot": 1,
+                           "dir": f"{c['name']}-{n}", "calls": calls,
+                           "failures_total": k, "failures": {"inode": k},
+                           "phase_seed": n + (10_000 if label == "pilot" else 0),
+                           "clock": {"kind": "icount", "shift": SHIFT},
+                           "interrupts": INTERRUPTS, "guest_seconds": 30})
+
+    def of(self, kind):
+        return [c for c in self.conds if c["kind"] == kind]
+
+    def run(self, power=PLAN_POWER, cap=MAX_BOOTS):
+        """The demo's order: pilot, plan, counting boots, A/A to the
+        midpoint, the blinded look, the rest.  Returns the A/A plan."""
+        for c in self.of("pilot"):
+            for n in range(1, planning.PILOT_BOOTS + 1):
+                self.boot(c, n)
+        pilot = [experiment.counts(self.doc, c["name"]) for c in self.of("pilot")]
+        plan, pilot_fit = planning.plan_aa(pilot[0] + pilot[1], None, self.margin, power, cap)
+        for c in self.of("counting") + self.of("control"):
+            for n in range(1, BOOTS + 1):
+                self.boot(c, n)
+        aa = self.of("aa")
+        planned, again = plan["boots"], None
+        n = 0
+        while n < planned:
+            n += 1
+            for c in aa:
+                self.boot(c, n)
+            if again is None:
+                counts = [experiment.counts(self.doc, c["name"]) for c in aa]
+                blocks = [experiment.blocks(self.doc, c["name"]) for c in aa]
+                again = planning.look(*counts, *blocks, pilot_fit, self.margin, power, cap,
+                                      planned)
+                if again:
+                    planned = again["boots"]
+        if self.outlier:
+            victims = experiment.boots_of(self.doc, self.rng.choice([c["name"] for c in aa]))
+            victim = victims[int(self.rng.integers(len(victims)))]
+            victim["failures_total"] += self.draw(self.rng, victim["failures_total"], 1.0)
+        return {"planned": plan["boots"], "final": planned}
 
 
-def design_boots():
-    """The demo's A/A boots a condition at PER_BOOT failures a boot and
-    Poisson boots, as its plan would fix them: the design the grid runs."""
-    return boots_for(PER_BOOT, 1.0, MARGIN, PLAN_POWER, MAX_BOOTS, seed=0)[0]
+@dataclass
+class Tally:
+    """Counts over simulated demos of one scenario and true A/A ratio."""
+    scenario: str
+    aa_ratio: float
+    sims: int = 0
+    counts: dict = field(default_factory=dict)
+    aa_boots: list = field(default_factory=list)
+
+    def add(self, key, hit):
+        got = self.counts.setdefault(key, [0, 0])
+        got[0] += bool(hit)
+        got[1] += 1
+
+    def share(self, key):
+        hits, n = self.counts.get(key, (0, 0))
+        return hits / n if n else math.nan
+
+    def n(self, key):
+        return self.counts.get(key, (0, 0))[1]
 
 
-def grid(boots, sims=SIMS):
-    """Every point of the grid, each from its own seed."""
-    return [simulate(phi, PER_BOOT * ratio, PER_BOOT, boots, MARGIN, sims, seed=i)
-            for i, (phi, ratio) in enumerate((phi, ratio) for phi in DISPERSIONS
-                                             for ratio in RATIOS)]
+def analyse(doc, aa_ratio, tally):
+    """The demo's own analysis of one simulated record, tallied."""
+    for c in experiment.comparisons(doc):
+        v, key = c["verdict"], c["key"]
+        truth = {"window": math.inf, "control": 3.0, "flavour": aa_ratio}[key]
+        if math.isfinite(truth):
+            tally.add(f"{key} covered", v.ci95[0] <= truth <= v.ci95[1])
+        if truth == 1:
+            tally.add(f"{key} false differs", v.kind == "differs")
+            tally.add(f"{key} power", v.kind == "equivalent")
+        elif math.isfinite(truth) and abs(truth - (1 + doc["settings"]["margin"])) < 1e-9:
+            tally.add(f"{key} false equivalence", v.within_margin)
+        else:
+            tally.add(f"{key} power", v.kind == "differs")
+    if aa_ratio != 1:
+        return      # the patched A/A is not what the model predicts: no false misfit
+    check = experiment.model_fit(experiment.model_rows(doc))
+    tally.add("model false misfit", check["p"] < 0.05)
+    for g in check["by_w"]:
+        tally.add(f"model W={g['W']} false differs", g["kind"] == "differs")
+        tally.add(f"model W={g['W']} covered", g["ci95"][0] <= 1 <= g["ci95"][1])
 
 
-def table(points):
-    """Rows for bench/RESULTS.md and the test's messages."""
-    out = [["dispersion", "true ratio", "boots a condition", "simulations",
-            "95% coverage", "differs", "equivalent"]]
-    for p in points:
-        out.append([f"{p.phi:g}", f"{p.ratio:g}", str(p.boots), str(p.sims),
-                    f"{p.share('covered') * 100:.1f}%", f"{p.share('differs') * 100:.1f}%",
-                    f"{p.share('equivalent') * 100:.1f}%"])
+# The true A/A ratios each scenario runs at: none, and exactly the margin.
+RATIOS = (1.0, 1 + MARGIN)
+
+
+def run(scenario, aa_ratio, sims=SIMS, seed=0):
+    """Tally of sims simulated demos."""
+    rng = np.random.default_rng([seed, list(SCENARIOS).index(scenario), int(aa_ratio * 100)])
+    tally = Tally(scenario, aa_ratio)
+    for _ in range(sims):
+        demo = Demo(scenario, aa_ratio, rng)
+        plan = demo.run()
+        tally.aa_boots.append((plan["planned"], plan["final"]))
+        analyse(demo.doc, aa_ratio, tally)
+        tally.sims += 1
+    return tally
+
+
+def mc_se(p, n):
+    """The Monte Carlo standard error of a rate p over n draws."""
+    return math.sqrt(p * (1 - p) / n) if n else math.nan
+
+
+def goals(tally):
+    """[(measure, share, met)] of the tally's error rates against the goals."""
+    out = []
+    for key in sorted(tally.counts):
+        p, n = tally.share(key), tally.n(key)
+        if key.endswith("covered"):
+            met = p >= 0.93
+        elif key.endswith("false differs") or key == "model false misfit":
+            met = p <= 0.05 + 3 * mc_se(0.05, n)
+        elif key.endswith("false equivalence"):
+            met = p <= 0.05 + 3 * mc_se(0.05, n)
+        else:
+            met = None      # power: reported, no goal
+        out.append((key, p, met))
+    return out
+
+
+def median_boots(tally):
+    """(planned, final): the median A/A boots a flavour of the tally's demos."""
+    return (int(np.median([p for p, _ in tally.aa_boots])),
+            int(np.median([f for _, f in tally.aa_boots])))
+
+
+def table(tallies):
+    """Rows for bench/RESULTS.md and the tests' messages."""
+    out = [["scenario", "true A/A ratio", "A/A boots a flavour: planned, final (median)",
+            "measure", "share", "goal"]]
+    for t in tallies:
+        planned, final = median_boots(t)
+        for key, p, met in goals(t):
+            out.append([t.scenario, f"{t.aa_ratio:g}", f"{planned}, {final}", key,
+                        f"{p * 100:.1f}% of {t.n(key)}",
+                        "-" if met is None else ("met" if met else "NOT MET")])
     return out

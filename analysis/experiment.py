@@ -280,9 +280,19 @@ def plan_line(doc):
             f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison"
                                      if aa else ""))
     if s.get("plan_comparisons"):
-        text += (f" (predicted from a pilot boot a flavour the verdicts leave out, at "
+        text += (f" (predicted from a pilot the verdicts leave out, at "
                  f"dispersion {planning.dispersion_text(**s['plan_dispersion'])}: "
                  + "; ".join(planning.describe(c) for c in s["plan_comparisons"]) + ")")
+    again = s.get("plan_reestimated")
+    if s.get("plan_power_range"):
+        first = again["before"] if again else (aa[0] if aa else 0)
+        text += ("; the A/A's power if the spread is wider: "
+                 + planning.describe_range(s["plan_power_range"], first,
+                                           s.get("max_aa_boots")))
+    if again:
+        text += (f"; re-estimated blind at {again['at']} boots a flavour (the flavours "
+                 f"lumped: dispersion {again['phi']:.2f}), {again['before']} -> "
+                 f"{again['boots']} boots a flavour")
     return text + ("; the budget cut it short: " + ", ".join(short) if short
                    else "; every condition got its boots")
 
@@ -337,9 +347,11 @@ def model_rows(doc):
         if not boots or c["kind"] in ("recorded", "rate", "pilot"):
             continue
         shift_c = boots[0]["clock"]["shift"] if shift is None else shift
-        predicted = sum(b["calls"] * model.per_call(c["window"], c["width"], b["interrupts"],
-                                                    shift_c, loop) for b in boots)
+        each = [b["calls"] * model.per_call(c["window"], c["width"], b["interrupts"], shift_c,
+                                            loop) for b in boots]
+        predicted = sum(each)
         measured = sum(b["failures_total"] for b in boots)
+        block = blocks(doc, c["name"])
         task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
         seconds = sum(t for t, _ in task)
         timer = sum(b["interrupts"]["timer"] for b in boots)
@@ -352,43 +364,68 @@ def model_rows(doc):
                      "timer_per_s": sum(t * r[0] for t, r in task) / seconds,
                      "device_per_s": sum(t * r[1] for t, r in task) / seconds,
                      "calls": sum(b["calls"] for b in boots), "timer": timer,
-                     "phi": fit.scale(), "phi_df": fit.df,
-                     "levels": (fit.level(0.95), fit.level(0.90)),
                      "predicted": predicted, "measured": measured,
-                     "ratio": ratio, "ratio_ci": ci})
+                     "ratio": ratio, "ratio_ci": ci,
+                     "boots": [(block[i], b["failures_total"], each[i])
+                               for i, b in enumerate(boots)]})
     return rows
 
 
+def _group_spread(group):
+    """The dispersion of a W group's boots about the prediction scaled to
+    the group's measured total, the conditions' boots of one block (phase
+    seed) summed first: a seed's effect shared by the conditions is spread
+    the group's total carries.  A Fit (no df: one block)."""
+    totals = {}
+    for r in group:
+        for label, k, pred in r["boots"]:
+            got = totals.setdefault(label, [0, 0.0])
+            got[0] += k
+            got[1] += pred
+    k = sum(t[0] for t in totals.values())
+    pred = sum(t[1] for t in totals.values())
+    df = len(totals) - 1
+    if not df or not k:
+        return verdict.Fit(None, 0.0, 0)
+    chi2 = sum((t[0] - t[1] * k / pred) ** 2 / (t[1] * k / pred) for t in totals.values())
+    return verdict.Fit(chi2 / df, chi2, df)
+
+
 def model_fit(rows):
-    """The model checked as a model over the windowed conditions: Pearson's
-    goodness of fit with no parameter fitted (the predictions come before
-    the boots), each term's variance phi x predicted plus the prediction's
-    own; and measured / predicted pooled by W, tested two-sidedly against
-    1 within MODEL_MARGIN.  None without a windowed condition."""
+    """The model checked as a model over the windowed conditions, grouped
+    by W (conditions of one W measure one prediction; their boots of one
+    phase seed are summed, so a seed's shared effect counts once): for
+    each group measured / predicted with the interval of its own spread
+    (floored at Poisson, t on its df) and the prediction's own error,
+    tested two-sidedly against 1 within MODEL_MARGIN; and Pearson's
+    goodness of fit over the groups with no parameter fitted (the
+    predictions come before the boots), each residual taken as t on its
+    spread's df and mapped to the normal before squaring.  None without a
+    windowed condition."""
     rows = [r for r in rows if r["window"] != "off" and r["predicted"] > 0]
     if not rows:
         return None
-    chi2 = sum((r["measured"] - r["predicted"]) ** 2
-               / (r["phi"] * r["predicted"] + r["predicted"] ** 2 / max(r["timer"], 1))
-               for r in rows)
+    chi2 = 0.0
     by_w = []
     for w in sorted({r["W"] for r in rows}):
         group = [r for r in rows if r["W"] == w]
         k = sum(r["measured"] for r in group)
         pred = sum(r["predicted"] for r in group)
-        phi = sum(r["phi"] * r["predicted"] for r in group) / pred
-        # The widest of the group's t levels: the fewest degrees of freedom.
-        l95, l90 = (max(r["levels"][i] for r in group) for i in (0, 1))
+        fit = _group_spread(group)
+        phi = fit.scale()
         rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
-        ratio, ci95 = model.ratio_to_model(k, pred, phi, l95, rel)
-        _, ci90 = model.ratio_to_model(k, pred, phi, l90, rel)
+        ratio, ci95 = model.ratio_to_model(k, pred, phi, fit.level(0.95), rel)
+        _, ci90 = model.ratio_to_model(k, pred, phi, fit.level(0.90), rel)
         inside = 1 / (1 + MODEL_MARGIN) <= ci90[0] and ci90[1] <= 1 + MODEL_MARGIN
         kind = ("differs" if ci95[0] > 1 or ci95[1] < 1 else
                 "agrees" if inside else "undecided")
+        t = (k - pred) / math.sqrt(phi * pred + pred ** 2 * rel)
+        z = float(stats.norm.isf(stats.t.sf(t, fit.df))) if fit.df else t
+        chi2 += min(z * z, 1e6)
         by_w.append({"W": w, "conditions": [r["condition"] for r in group],
                      "measured": k, "predicted": pred, "ratio": ratio, "ci95": ci95,
-                     "ci90": ci90, "kind": kind})
-    return {"chi2": chi2, "df": len(rows), "p": float(stats.chi2.sf(chi2, len(rows))),
+                     "ci90": ci90, "kind": kind, "phi": phi, "df": fit.df})
+    return {"chi2": chi2, "df": len(by_w), "p": float(stats.chi2.sf(chi2, len(by_w))),
             "by_w": by_w}
 
 
@@ -431,12 +468,13 @@ def model_line(rows):
     per_w = "; ".join(
         f"W = {g['W']} ({', '.join(g['conditions'])}): {g['measured']} against "
         f"{g['predicted']:.1f}, measured/predicted {g['ratio']:.3g} (95% CI "
-        f"{_ci(*g['ci95'])}, 90% {_ci(*g['ci90'])}): {words[g['kind']]}"
+        f"{_ci(*g['ci95'])}, 90% {_ci(*g['ci90'])}; dispersion {g['phi']:.2g} on "
+        f"{g['df']} df): {words[g['kind']]}"
         for g in check["by_w"])
     fit = "fits" if check["p"] >= 0.05 else "does NOT fit"
     return (f"the model (W x lambda x 2^N ns a call, predicted before the boots) {fit}: "
-            f"chi-square {check['chi2']:.1f} on {check['df']} df, p = {check['p']:.2g}, "
-            f"each condition with its own spread and the prediction's error; {per_w}")
+            f"chi-square {check['chi2']:.1f} on {check['df']} df (one a W), p = "
+            f"{check['p']:.2g}, each with its own spread and the prediction's error; {per_w}")
 
 
 def conditions(doc):

@@ -1,32 +1,124 @@
 """The plan of an icount experiment, fixed before its first counting boot:
 what each comparison should show, and with what power at the boots it gets.
 
-A pilot boot of each flavour (the A/A settings, phase seeds of its own,
-left out of the verdicts) gives two things: failures a boot at the A/A
-width, measured and pooled over the flavours (blind to their ratio), and
-the calls and interrupts from which the failure model (model.py) predicts
-every other condition's failures a boot before any of them runs.  The
-dispersion is 1 (Poisson boots) unless a previous run is named, whose
-spread is then used (never below 1: planning on under-dispersion would
-promise power the run may not have).
+A pilot of PILOT_BOOTS boots a flavour (the A/A settings, phase seeds of
+its own, left out of the verdicts) gives failures a boot at the A/A width
+and a first spread: both flavours lumped, which is blind to their ratio
+and unbiased under an A/A.  The A/A boots are planned on an upper
+confidence bound of that dispersion (PLAN_CONF; pooled with a previous
+run's spread where --plan-from names one; never below Poisson), not on
+its point estimate: a pilot of four boots cannot tell 1 from 5.  Once
+both flavours have half their planned boots, the boots are re-estimated
+once, blind (the flavours lumped again, phase-seed pairs as blocks), and
+the A/A runs to the new figure (never fewer than it has, never above the
+cap).  The model (model.py) predicts every other condition's failures a
+boot from the pilot's calls and interrupts.
 
-Power is not the normal approximation's: it is the share of experiments,
-simulated from the model the verdicts assume and analysed as the run will
-be, that reach the verdict (calibration.power); the A/A boots are the
-fewest that reach the wanted power (calibration.boots_for).
+Boots come from the normal approximation averaged over the dispersion
+estimate's own distribution (verdict.boots_for_power); the power a plan
+prints is simulated, analysed as the run will be (calibration.power), at
+the planned dispersion and over DISPERSIONS, so a reader sees what a
+wider spread would leave of it.
 """
 
 import math
 
-from analysis import model
+from scipy import stats
 
-def dispersion_text(phi, df, source):
+from analysis import model
+from analysis import verdict
+
+PILOT_BOOTS = 2
+# The one-sided confidence of the dispersion bound the A/A is planned on.
+PLAN_CONF = 0.80
+# Dispersions the plan's power is shown at.
+DISPERSIONS = (1, 2, 5, 7, 10)
+
+
+def dispersion_text(phi, df, source, estimate=None, conf=None):
     """The dispersion a plan is made at, and where it comes from."""
+    if conf is not None:
+        return (f"{phi:.2f}, the {conf * 100:.0f}% upper bound of {estimate:.2f} on {df} df "
+                f"({source}; never below 1)")
     if source is None:
         return "1, assumed (Poisson boots; --plan-from names a previous run to plan on its spread)"
     if phi < 1:
         return f"1, at least Poisson ({source} {phi:.2f} on {df} df)"
     return f"{phi:.2f} ({source}, on {df} df)"
+
+
+def combine(*fits):
+    """One Fit from several independent ones: chi-squares and df summed."""
+    fits = [f for f in fits if f is not None and f.df]
+    chi2, df = sum(f.chi2 for f in fits), sum(f.df for f in fits)
+    return verdict.Fit(chi2 / df if df else None, chi2, df)
+
+
+def upper_dispersion(fit, conf=PLAN_CONF):
+    """The one-sided conf upper bound of phi (X / phi ~ chi-square(df)),
+    floored at 1; 1 when nothing estimates it."""
+    if not fit.df:
+        return 1.0
+    return max(1.0, fit.chi2 / float(stats.chi2.ppf(1 - conf, fit.df)))
+
+
+def aa_boots(per_boot, phi, margin, power, cap):
+    """The A/A boots a flavour at failures per_boot a boot and dispersion
+    phi, paired: the fewest with power to say "equivalent" at a true ratio
+    of 1, capped."""
+    need = verdict.boots_for_power(per_boot, per_boot, max(phi, 1.0), 0.0, margin, power,
+                                   paired=True)
+    return min(cap, need[0]) if need else cap
+
+
+def needed(per_boot, phi, margin, power):
+    """Boots a flavour the A/A would need at dispersion phi, uncapped;
+    None beyond a million."""
+    need = verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, paired=True)
+    return need[0] if need else None
+
+
+def blinded(a, b, blocks_a, blocks_b):
+    """The spread of the A/A boots so far with the flavours lumped (one
+    rate: blind to their ratio) and phase-seed pairs as blocks."""
+    return verdict.fit_blocked([a + b], [blocks_a + blocks_b])
+
+
+def reestimate(per_boot, fit, prior, margin, power, cap, done):
+    """The A/A boots a flavour after the blinded look: at the point estimate
+    of the dispersion pooled with the pilot's (prior), no fewer than done,
+    no more than cap."""
+    phi = combine(fit, prior).scale()
+    return max(done, aa_boots(per_boot, phi, margin, power, cap)), phi
+
+
+def plan_aa(pilot, prior, margin, power, cap):
+    """(plan, pilot's Fit): the A/A boots a flavour from the pilot's boots
+    [(failures, calls)], both flavours lumped, and prior (a previous run's
+    Fit, or None); plan holds the boots, the dispersion bound they are
+    planned on and its estimate."""
+    fit = verdict.fit(pilot)
+    both = combine(fit, prior)
+    phi = upper_dispersion(both)
+    per_boot = sum(k for k, _ in pilot) / len(pilot)
+    return {"boots": aa_boots(per_boot, phi, margin, power, cap), "phi": phi,
+            "df": both.df, "estimate": both.phi, "conf": PLAN_CONF,
+            "per_boot": per_boot}, fit
+
+
+def look(a, b, blocks_a, blocks_b, pilot_fit, margin, power, cap, planned):
+    """The blinded look, once both flavours' A/A boots a and b (with their
+    blocks) reach half of planned: {at, phi, df, per_boot, before, boots};
+    None before then."""
+    done = min(len(a), len(b))
+    if done < math.ceil(planned / 2):
+        return None
+    fit = blinded(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
+    lumped = a[:done] + b[:done]
+    per_boot = sum(k for k, _ in lumped) / len(lumped)
+    boots, phi = reestimate(per_boot, fit, pilot_fit, margin, power, cap, done)
+    return {"at": done, "phi": phi, "df": fit.df, "per_boot": per_boot, "before": planned,
+            "boots": boots}
 
 
 def predicted_per_boot(cond, pilot_boots, shift, loop_insns):
@@ -46,3 +138,16 @@ def describe(comparison):
     return (f"{c['what']}: {c['boots']} boots a condition, {means} failures a boot "
             f"({c['source']}{ratio}), {c['power'] * 100:.1f}% power to find it "
             f"\"{c['verdict']}\"")
+
+
+def describe_range(rows, boots, cap):
+    """The A/A plan's power over DISPERSIONS, and what a wider spread needs."""
+    parts = []
+    for r in rows:
+        need = "over a million" if r["needed"] is None else str(r["needed"])
+        parts.append(f"dispersion {r['phi']:g}: {r['power'] * 100:.0f}% power at {boots}, "
+                     f"{need} boots a flavour needed")
+    wide = [r for r in rows if r["needed"] is None or r["needed"] > cap]
+    tail = (f"; beyond {cap} (--max-aa-boots) the run stops at the cap and its A/A verdict "
+            f"says how many more boots it would need" if wide else "")
+    return "; ".join(parts) + tail

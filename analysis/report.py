@@ -13,6 +13,7 @@ from analysis import compare
 from analysis import experiment
 from analysis import heatmap
 from analysis import summary
+from analysis import verdictplots
 from analysis import walks
 
 STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
@@ -26,9 +27,10 @@ def _spread_text(fit):
     if not fit.df:
         return ("no condition has two boots with failures, so the spread between boots "
                 "cannot be estimated and Poisson is assumed")
-    return (f"every interval is widened by the boot-to-boot dispersion, {fit.phi:.2g} "
-            f"(quasi-Poisson, not clamped), with Student's t on its {fit.df} degrees "
-            f"of freedom")
+    return ("each comparison's intervals carry the dispersion of its own conditions' "
+            "boots (quasi-Poisson, floored at Poisson's 1: never narrower than Poisson), "
+            f"with Student's t on its degrees of freedom; pooled over the experiment "
+            f"the dispersion is {fit.phi:.2g} on {fit.df} df")
 
 
 def _esc(value):
@@ -171,17 +173,28 @@ def write_experiment(outdir, doc, runs):
                    "(stackscan --windows-out, chkwin --windows; no built-in window names): "
                    + "; ".join(f"{f}: {', '.join(names) or 'none'}"
                                for f, names in sorted(s["windows"].items())) + ".")
-    mrows = experiment.model_rows(doc)
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)
     btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [
         [f"{b['round']}.{b['slot']}", b["dir"], str(b["failures_total"]),
          f"{b['calls']:,}", f"{b['wall_seconds']:.0f}"] for b in doc["boots"]]
-    h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>", "<ul>"]
-    h += [f"<li>{_esc(text)}</li>" for _, text in lines] + ["</ul>"]
+    h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>"]
+    md = ["# chkwin experiment", "", "## Decision", ""]
+    found = experiment.comparisons(doc)
+    if found:
+        verdictplots.forest(found, s["margin"], outdir / "comparisons.png")
+        h.append(_img(outdir / "comparisons.png"))
+        md += ["![every comparison against 1 and the margin](comparisons.png)", ""]
+    mrows = experiment.model_rows(doc)
+    check = experiment.model_fit(mrows)
+    if check:
+        verdictplots.predicted_measured(mrows, check, experiment.MODEL_MARGIN,
+                                        outdir / "model.png")
+        h.append(_img(outdir / "model.png"))
+        md += ["![predicted against measured](model.png)", ""]
+    h += ["<ul>"] + [f"<li>{_esc(text)}</li>" for _, text in lines] + ["</ul>"]
     h += [f"<p>{_esc(experiment.LIMITS)}</p>", f"<p>{_esc(design)}</p>",
           "<h2>Conditions</h2>", _html_table(ctable)]
-    md = ["# chkwin experiment", "", "## Decision", ""]
     md += [f"- {_md(text)}" for _, text in lines]
     md += ["", _md(experiment.LIMITS), "", _md(design), "", "## Conditions", "",
            _md_table(ctable), ""]

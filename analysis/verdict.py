@@ -235,8 +235,10 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
 
     def reached(n):
         se, df = s1 / math.sqrt(n), n - 1 if paired else 2 * n - 2
-        # The estimated phi relative to the true one, at 64 equal-probability points.
-        u = np.sqrt(stats.chi2.ppf((np.arange(64) + 0.5) / 64, df) / df)
+        # The phi the interval will use relative to the true one, at 64
+        # equal-probability points of the estimate: floored as scale() floors it.
+        u = np.sqrt(np.maximum(phi * stats.chi2.ppf((np.arange(64) + 0.5) / 64, df) / df,
+                               PHI_FLOOR) / phi)
         t2, t1 = t_quantile(1 - alpha / 2, df), t_quantile(1 - alpha, df)
         differs = float(np.mean(stats.norm.cdf(d / se - t2 * u)
                                 + stats.norm.cdf(-d / se - t2 * u)))

@@ -32,7 +32,7 @@ from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
-from analysis import calibration
+from analysis import planning
 from guest.host import lab_demo
 from guest.host.hostload import busy_cores
 from analysis import model
@@ -130,7 +130,7 @@ def main():
                            [(f, "gcc49", args.aa_width, "icount", shift, 1)
                             for f in ("unpatched", "patched")], jobs)
             per_boot = sum(s["checksum_failures_total"] for s in pilot) / 2
-            n = calibration.boots_for(per_boot, 1.0, 0.10, 0.95, args.max_aa_boots, seed=0)[0]
+            n = planning.aa_boots(per_boot, 1.0, 0.10, 0.95, args.max_aa_boots)
             specs = [(f, "gcc49", args.aa_width, "icount", shift, seed)
                      for seed in range(2, n + 1) for f in ("unpatched", "patched")]
             start = time.monotonic()

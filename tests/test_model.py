@@ -9,6 +9,7 @@ import pytest
 from analysis import calibration
 from guest.host import interrupts
 from analysis import model
+from analysis import planning
 from analysis import verdict
 
 
@@ -63,20 +64,47 @@ def test_the_aa_plan_needs_about_5700_failures():
     """Equivalence within +-10% at 95% power and dispersion 1: about 2,860
     failures a flavour (the issue's 5,700 in all) by the normal
     approximation, in few boots or many."""
-    assert normal_aa_boots(1.0, 0.10) == pytest.approx(2861, abs=3)
-    assert normal_aa_boots(200.0, 0.10) == 16
+    # Floored at Poisson, the dispersion estimate costs 0.5% more boots.
+    assert normal_aa_boots(1.0, 0.10) == pytest.approx(2876, abs=3)
+    assert normal_aa_boots(200.0, 0.10) == 17
     assert normal_aa_boots(200.0, 0.25) == 5
 
 
-def test_the_aa_plan_is_the_fewest_boots_simulation_says_reach_its_power():
-    """The plan's boots come from simulated experiments analysed as the run
-    is: t on few degrees of freedom and exact intervals cost power the
-    normal approximation does not see, so they are at least its figure."""
-    n, got = calibration.boots_for(200.0, 1.0, 0.10, 0.95, 40, seed=1)
-    assert got >= 0.95 and n >= normal_aa_boots(200.0, 0.10)
-    assert calibration.power(200.0, 200.0, n - 1, 1.0, 0.10, seed=1)[1] < 0.95
-    capped, short = calibration.boots_for(200.0, 1.0, 0.10, 0.95, 5, seed=1)
-    assert capped == 5 and short < 0.95
+def test_the_aa_plan_reaches_its_power_in_simulation():
+    """The plan's boots (the normal approximation averaged over the
+    dispersion estimate's distribution, floored as the intervals floor it)
+    reach the power in experiments simulated and analysed as the run is
+    (1,000 of them: Monte Carlo SE 0.7 points) for Poisson boots; for
+    negative binomial ones at dispersion 3 they fall a few points short
+    (the Pearson estimate spreads wider than chi-square there), which the
+    plan's printed power, simulated, shows; a third fewer boots fall well
+    short; the cap holds."""
+    for phi, promise in ((1.0, 0.95 - 3 * 0.007), (3.0, 0.90)):
+        n = planning.aa_boots(200.0, phi, 0.10, 0.95, 100)
+        assert n >= normal_aa_boots(200.0, 0.10) * phi * 0.85
+        assert calibration.power(200.0, 200.0, n, phi, 0.10, seed=1)[1] >= promise
+        assert calibration.power(200.0, 200.0, n * 2 // 3, phi, 0.10, seed=2)[1] < 0.85
+    assert planning.aa_boots(200.0, 1.0, 0.10, 0.95, 5) == 5
+
+
+def test_the_plan_bounds_the_pilots_dispersion_from_above():
+    """A pilot of four boots that look Poisson still plans on a wider
+    spread (its 80% upper bound), a spread of 5 on many more boots; the
+    blinded look then plans on the point estimate, never below what ran."""
+    steady = [(500, 1), (520, 1), (480, 1), (510, 1)]
+    plan, fit = planning.plan_aa(steady, None, 0.10, 0.95, 40)
+    assert fit.df == 3 and plan["phi"] > max(fit.phi, 1) and plan["conf"] == 0.80
+    assert plan["boots"] > planning.aa_boots(502.5, 1.0, 0.10, 0.95, 40)
+    wide = [(500, 1), (620, 1), (400, 1), (560, 1)]
+    assert planning.plan_aa(wide, None, 0.10, 0.95, 40)[0]["boots"] > plan["boots"]
+    half = (plan["boots"] + 1) // 2
+    a = [(500 + (i % 3) * 10, 1) for i in range(half)]
+    b = [(505 + (i % 2) * 10, 1) for i in range(half)]
+    labels = [("seed", i) for i in range(half)]
+    assert planning.look(a[:-1], b, labels[:-1], labels, fit, 0.10, 0.95, 40,
+                         plan["boots"]) is None
+    again = planning.look(a, b, labels, labels, fit, 0.10, 0.95, 40, plan["boots"])
+    assert again["at"] == half and half <= again["boots"] < plan["boots"]
 
 
 def test_unclamped_dispersion_tells_phase_lock_from_poisson():
@@ -140,4 +168,4 @@ def test_the_hardware_extrapolation():
     assert decide == pytest.approx(2862 * mtbf)
     assert model.duration(mtbf) == "1.85 days" and model.duration(30) == "30 s"
     assert verdict.aa_failures(0.10, 0.95) == pytest.approx(normal_aa_boots(1.0, 0.10),
-                                                           abs=3)
+                                                           rel=0.01)

@@ -68,6 +68,7 @@ so far) are written as the run goes, so a killed run keeps what it did;
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import pathlib
 import random
@@ -77,9 +78,11 @@ import time
 
 from guest.host.cachedir import die
 from analysis import calibration
+from analysis import design
 from analysis import experiment
 from analysis import model
 from analysis import planning
+from analysis import verdict
 from analysis import windows
 from guest.host.progress import heartbeat
 from guest.host import kernelwindows
@@ -95,63 +98,10 @@ WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
 OVERHEAD = 15
 
 
-def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
-              clock="host"):
-    """One condition of the experiment; its name is its directory prefix.
-    sample_hz: the sampler rate of a rate-dose condition; clock: the host's
-    or icount (conditions of an icount experiment on the host clock are
-    named -host)."""
-    name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
-        ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "") + \
-        (f"-F{sample_hz}" if kind == "rate" else "")
-    c = {"name": name, "flavour": flavour, "window": window, "width": width,
-         "singlestep": singlestep, "kind": kind, "clock": clock}
-    if kind == "rate":
-        c["sample_hz"] = sample_hz
-    return c
-
-
-def primary_window(args):
-    """The counting window: the listing's own on icount, where a timer
-    interrupt can land between any two instructions; the loop of width 1
-    on the host clock, where only block starts can be interrupted."""
-    return "gcc49-exact" if args.clock == "icount" else "gcc49"
-
-
 def plan(args):
     """The conditions, in a fixed order (the report's order)."""
-    conds = []
-    clock, window = args.clock, primary_window(args)
-    for flavour in args.flavours:
-        conds.append(condition(flavour, window, "counting", clock=clock))
-        conds.append(condition(flavour, "off", "counting", clock=clock))
-    if clock == "icount":
-        first = args.flavours[0]
-        conds.append(condition(first, "gcc49", "control", clock=clock))
-        for kind in ("pilot", "aa") if len(args.flavours) == 2 else ("pilot",):
-            for flavour in args.flavours:
-                c = condition(flavour, "gcc49", kind, width=args.aa_width, clock=clock)
-                if kind == "pilot":
-                    c["name"] += "-pilot"
-                conds.append(c)
-    if args.record_seconds:
-        for flavour in args.flavours:
-            conds.append(condition(flavour, window, "recorded", clock=clock))
-    if args.controls:
-        first = args.flavours[0]
-        for singlestep in (False, True):
-            c = condition(first, "gcc49-exact", "recorded", singlestep=singlestep)
-            if clock == "icount":
-                c["name"] += "-host"
-            conds.append(c)
-    for width in args.widths:
-        if width != 1:
-            conds.append(condition(args.flavours[0], "gcc49", "dose", width=width,
-                                   clock=clock))
-    for hz in args.rates:
-        conds.append(condition(args.flavours[0], "gcc49", "rate", sample_hz=hz,
-                               clock=clock))
-    return conds
+    return design.conditions(args.flavours, args.clock, args.aa_width,
+                             bool(args.record_seconds), args.controls, args.widths, args.rates)
 
 
 def positive_list(text):
@@ -299,6 +249,11 @@ class Experiment:
         self.started = time.monotonic()
         self.aa_boots = None        # planned after the pilot
         self.comparisons = None     # what the plan predicts, after the pilot
+        self.pilot_fit = None       # the pilot's spread, flavours lumped
+        self.plan_dispersion = {"phi": args.dispersion[0], "df": args.dispersion[1],
+                                "source": args.dispersion[2]}
+        self.power_range = None     # the A/A plan's power over planning.DISPERSIONS
+        self.reestimated = None     # the blinded look at the A/A's midpoint
         self.loop_insns = model.LOOP_INSNS
 
     def doc(self):
@@ -306,12 +261,13 @@ class Experiment:
         a = self.args
         return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
                "settings": {"clock": a.clock, "shift": a.shift if a.clock == "icount" else None,
-                            "window": primary_window(a), "jobs": a.jobs,
+                            "window": design.primary_window(a.clock), "jobs": a.jobs,
                             "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
                             "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
-                            "plan_dispersion": dict(zip(("phi", "df", "source"),
-                                                        a.dispersion)),
+                            "plan_dispersion": self.plan_dispersion,
                             "plan_comparisons": self.comparisons,
+                            "plan_power_range": self.power_range,
+                            "plan_reestimated": self.reestimated,
                             "loop_instructions": self.loop_insns,
                             "boot_seconds": a.boot_seconds,
                             "singlestep_seconds": a.singlestep_seconds,
@@ -337,17 +293,25 @@ class Experiment:
 
     def plan_from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
-        A/A boots from the failures a pilot boot made, pooled over the
-        flavours (blind to their ratio); every comparison's failures a
-        boot, as the model predicts them from the pilot, and its power."""
+        A/A boots from the failures and the spread of the pilot's boots,
+        the flavours lumped (blind to their ratio), on the dispersion's
+        upper bound; every comparison's failures a boot, as the model
+        predicts them from the pilot, and its simulated power."""
         pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
         if self.comparisons is not None or not pilot_conds or \
-                not all(self.of(c["name"]) for c in pilot_conds):
+                any(len(self.of(c["name"])) < planning.PILOT_BOOTS for c in pilot_conds):
             return
         a = self.args
-        phi = a.dispersion[0]
         pilot = [b for c in pilot_conds for b in self.of(c["name"])]
-        measured = sum(b["failures_total"] for b in pilot) / len(pilot)
+        phi, df, source = a.dispersion
+        prior = verdict.Fit(phi, phi * df, df) if df else None
+        aa, self.pilot_fit = planning.plan_aa([(b["failures_total"], b["calls"]) for b in pilot],
+                                              prior, a.margin, a.power, a.max_aa_boots)
+        phi, measured = aa["phi"], aa["per_boot"]
+        self.plan_dispersion = {
+            "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
+            "source": "the pilot's boots, flavours lumped" +
+                      (f", and {source}" if prior else "")}
         by_kind = {(c["kind"], c["window"]): c for c in self.conds
                    if c["flavour"] == a.flavours[0]}
 
@@ -357,30 +321,52 @@ class Experiment:
 
         window, off = predict("counting", "gcc49-exact"), 0.0
         control = predict("control", "gcc49")
-        # (what, failures a boot in a and b, boots, verdict, source, power);
-        # the two "differs" comparisons' power is simulated here, the A/A's
-        # is the one its search for boots found.
-        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model", None),
-                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model",
-                  None)]
+        # (what, failures a boot in a and b, boots, verdict, source)
+        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model"),
+                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model")]
         if len(a.flavours) == 2:
-            self.aa_boots, aa_power = calibration.boots_for(measured, phi, a.margin, a.power,
-                                                            a.max_aa_boots, a.seed)
+            self.aa_boots = aa["boots"]
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
                           measured, measured, self.aa_boots, "equivalent",
-                          "the pilot's, measured", aa_power))
+                          "the pilot's, measured"))
+            self.power_range = [
+                {"phi": d, "needed": planning.needed(measured, d, a.margin, a.power),
+                 "power": calibration.power(measured, measured, self.aa_boots, d, a.margin,
+                                            a.seed)[1]}
+                for d in planning.DISPERSIONS]
         self.comparisons = []
-        for what, mean_a, mean_b, boots, want, source, power in cases:
-            if power is None:
-                power = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)[0]
+        for what, mean_a, mean_b, boots, want, source in cases:
+            got = calibration.power(mean_a, mean_b, boots, phi, a.margin, a.seed)
             self.comparisons.append({
                 "what": what, "boots": boots, "per_boot": [mean_a, mean_b],
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
-                "verdict": want, "power": power})
+                "verdict": want, "power": got[0] if want == "differs" else got[1]})
+
+    def reestimate(self):
+        """Once, when both A/A flavours have half their planned boots: the
+        boots re-estimated blind (planning.reestimate)."""
+        aa = [c for c in self.conds if c["kind"] == "aa"]
+        if self.reestimated is not None or len(aa) != 2 or self.aa_boots is None:
+            return
+        a = self.args
+        doc = self.doc()
+        counts = [experiment.counts(doc, c["name"]) for c in aa]
+        blocks = [experiment.blocks(doc, c["name"]) for c in aa]
+        again = planning.look(*counts, *blocks, self.pilot_fit, a.margin, a.power,
+                              a.max_aa_boots, self.aa_boots)
+        if again is None:
+            return
+        self.reestimated, self.aa_boots = again, again["boots"]
+        done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
+        print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
+              f"{phi:.2f} (the flavours lumped, {df} df, with the pilot's), "
+              f"{before} -> {self.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
         """Boots condition c gets; None while the pilot has yet to say."""
-        if c["kind"] in ("recorded", "pilot") or c["singlestep"]:
+        if c["kind"] == "pilot":
+            return planning.PILOT_BOOTS
+        if c["kind"] == "recorded" or c["singlestep"]:
             return 1
         if c["kind"] in ("dose", "rate"):
             return self.args.dose_boots
@@ -419,12 +405,18 @@ class Experiment:
                          for n, names in sorted(by.items()))
         if self.comparisons is not None:
             a = self.args
-            text += (f". Predicted from a pilot boot a flavour, at dispersion "
-                     f"{planning.dispersion_text(*a.dispersion)}, margin "
-                     f"+-{a.margin * 100:.0f}%: "
+            text += (f". Predicted from a pilot of {planning.PILOT_BOOTS} boots a flavour, "
+                     f"at dispersion {planning.dispersion_text(**self.plan_dispersion)}, "
+                     f"margin +-{a.margin * 100:.0f}%: "
                      + "; ".join(planning.describe(c) for c in self.comparisons))
             if self.aa_boots == a.max_aa_boots:
                 text += f" (A/A capped at --max-aa-boots {a.max_aa_boots})"
+            if self.power_range:
+                text += (". The A/A's power if the spread is wider: "
+                         + planning.describe_range(self.power_range, self.aa_boots,
+                                                   a.max_aa_boots)
+                         + f". Re-estimated once, blind, when both flavours have "
+                         f"{math.ceil(self.aa_boots / 2)} boots")
         return text
 
     def seconds(self, c):
@@ -466,6 +458,7 @@ class Experiment:
                       f"{b['wall_seconds']:.0f} s wall", flush=True)
         self.boots.extend(done)
         self.plan_from_pilot()
+        self.reestimate()
         self.save()
         if failed:
             sys.exit(1)

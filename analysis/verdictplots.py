@@ -1,0 +1,92 @@
+"""The two figures an experiment's report leads with: every comparison's
+ratio with its 90% and 95% intervals against 1 and the equivalence margin
+(a forest plot), and measured against predicted failures on log axes."""
+
+import math
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
+           "agrees": "tab:green"}
+
+
+def forest(comparisons, margin, path):
+    """comparisons: experiment.comparisons(); an infinite upper end is drawn
+    as an arrow to the plot's edge, labelled."""
+    rows = [c for c in comparisons if c["verdict"].ratio is not None]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * max(len(rows), 1)), dpi=100,
+                           layout="constrained")
+    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio)
+              if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
+    lo_edge, hi_edge = min(finite) / 1.5, max(finite) * 1.5
+    ax.axvspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12,
+               label=f"equivalence margin +-{margin * 100:.0f}%")
+    ax.axvline(1, color="black", lw=0.8)
+    for y, c in enumerate(reversed(rows)):
+        v = c["verdict"]
+        colour = COLOURS[v.kind]
+        for (lo, hi), lw in ((v.ci95, 1.5), (v.ci90, 5)):
+            hi_draw = hi if math.isfinite(hi) else hi_edge
+            ax.plot([max(lo, lo_edge), hi_draw], [y, y], color=colour, lw=lw,
+                    solid_capstyle="butt")
+            if not math.isfinite(hi):
+                ax.annotate("", xy=(hi_edge, y), xytext=(hi_edge / 1.3, y),
+                            arrowprops={"arrowstyle": "->", "color": colour})
+        x = v.ratio if math.isfinite(v.ratio) else hi_edge
+        ax.plot([x], [y], "D", color=colour, ms=7)
+        if c.get("expect"):
+            ax.plot([c["expect"]], [y], "|", color="black", ms=18, mew=2)
+        text = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
+        hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
+        ax.annotate(f"{v.kind}: {text}, 90% CI {v.ci90[0]:.3g}-{hi}", (x, y), xytext=(6, 8),
+                    textcoords="offset points", fontsize=8, color=colour)
+    ax.set_yticks(range(len(rows)), [c["label"] for c in reversed(rows)])
+    ax.set_xscale("log")
+    ax.set_xlim(lo_edge, hi_edge)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel("rate ratio (log scale): thick 90% CI, thin 95% CI, | the model's "
+                  "prediction")
+    ax.set_title("Every comparison against 1 and the margin")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def predicted_measured(rows, check, margin, path):
+    """rows: experiment.model_rows() of windowed conditions; check:
+    experiment.model_fit(rows)."""
+    rows = [r for r in rows if r["window"] != "off" and r["predicted"] > 0]
+    fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 8), dpi=100, sharex=True,
+                                  height_ratios=(3, 2), layout="constrained")
+    xs = [r["predicted"] for r in rows]
+    edge = (min(xs + [r["measured"] or 1 for r in rows]) / 2,
+            max(xs + [r["measured"] for r in rows]) * 2)
+    grid = [edge[0], edge[1]]
+    ax.plot(grid, grid, color="black", lw=0.8, label="measured = predicted")
+    ax.fill_between(grid, [g / (1 + margin) for g in grid], [g * (1 + margin) for g in grid],
+                    color="tab:green", alpha=0.12, label=f"within +-{margin * 100:.0f}%")
+    rax.axhspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12)
+    rax.axhline(1, color="black", lw=0.8)
+    for r in rows:
+        lo, hi = (x * r["predicted"] for x in r["ratio_ci"])
+        line = ax.errorbar([r["predicted"]], [r["measured"]],
+                           yerr=[[r["measured"] - max(lo, edge[0])], [hi - r["measured"]]],
+                           fmt="o", capsize=3, label=f"{r['condition']} (W = {r['W']})")
+        rlo, rhi = r["ratio_ci"]
+        rax.errorbar([r["predicted"]], [r["ratio"]], yerr=[[r["ratio"] - rlo], [rhi - r["ratio"]]],
+                     fmt="o", capsize=3, color=line[0].get_color())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*edge)
+    ax.set_ylim(*edge)
+    ax.set_ylabel("measured failures (95% CI: own spread, prediction's error)")
+    ax.set_title(f"Predicted against measured: chi-square {check['chi2']:.1f} on "
+                 f"{check['df']} df, p = {check['p']:.2g}")
+    ax.legend(fontsize=8, loc="upper left")
+    rax.set_yscale("log")
+    rax.set_ylabel("measured / predicted (95% CI)")
+    rax.set_xlabel("predicted failures (W x lambda x 2^N ns x calls)")
+    fig.savefig(path)
+    plt.close(fig)
