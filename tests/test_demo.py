@@ -1,8 +1,8 @@
 """make demo, short: guest/lab_demo.py end to end on one flavour, on the
 icount clock (its default).
 
-A pilot boot (the loop at width 16, which plans the run and enters no
-verdict), then counting boots of 30 s (unpatched gcc49-exact, the positive
+A pilot of two boots (the loop at width 16, which plans the run and
+enters no verdict), then counting boots of 30 s (unpatched gcc49-exact, the positive
 control (the loop of width 1) and off, four times each, as the plan printed
 before the first counting boot says, with the power the model predicts) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
@@ -65,7 +65,7 @@ def test_layout_latest_and_the_record_of_the_run(demo):
     assert names.count("unpatched-off") == 4
     assert doc["settings"]["plan"] == {"unpatched-gcc49-exact": 4, "unpatched-off": 4,
                                        "unpatched-gcc49": 4,
-                                       "unpatched-gcc49-w16-pilot": 1,
+                                       "unpatched-gcc49-w16-pilot": 2,
                                        "unpatched-gcc49-exact-recorded": 1}
     kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
     for b in doc["boots"]:
@@ -84,13 +84,13 @@ def test_layout_latest_and_the_record_of_the_run(demo):
         seeds.setdefault(n, set()).add(b["phase_seed"])
     assert all(len(s) == 1 for s in seeds.values()), seeds
     assert len({next(iter(s)) for s in seeds.values()}) == len(seeds)
-    # Round 1 is the pilot; round 2 holds every other condition once.
+    # Round 1 is the whole pilot; round 2 holds every other condition once.
     assert [b["condition"] for b in doc["boots"] if b["round"] == 1] == \
-        ["unpatched-gcc49-w16-pilot"]
+        ["unpatched-gcc49-w16-pilot"] * 2
     second = [b for b in doc["boots"] if b["round"] == 2]
     assert sorted(b["condition"] for b in second) == sorted(
         c["name"] for c in doc["conditions"] if c["kind"] != "pilot")
-    assert re.search(r"^demo: round 1 \(the pilot\): 1 boots", proc.stdout, re.M)
+    assert re.search(r"^demo: round 1 \(the pilot\): 2 boots", proc.stdout, re.M)
     assert re.search(r"^demo: round 2: 4 boots", proc.stdout, re.M), proc.stdout
     assert proc.stdout.index("demo: the plan, fixed before the first counting boot: "
                              "1 boot: unpatched-gcc49-exact-recorded; 4 boots: ") \
@@ -109,12 +109,14 @@ def test_the_plan_predicts_each_comparison_and_its_power(demo):
     control = plan["width 1/gcc49-exact"]
     assert control["boots"] == 4 and control["verdict"] == "differs"
     assert 2.7 < control["ratio"] < 3.3 and control["power"] > 0.9
-    assert doc["settings"]["plan_dispersion"]["source"] is None
+    planned = doc["settings"]["plan_dispersion"]
+    assert planned["source"] == "the pilot's boots, flavours lumped" and planned["df"] == 1
+    assert planned["phi"] >= 1 and planned["conf"] == 0.80
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("demo: the plan"))
     assert re.search(r"width 1/gcc49-exact: 4 boots a condition, [\d.]+ against [\d.]+ "
                      r"failures a boot \(the model, ratio 3(\.\d+)?\), [\d.]+% power to "
                      r"find it \"differs\"", line), line
-    assert "dispersion 1, assumed" in line, line
+    assert "the 80% upper bound of " in line, line
     boots = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
     made = sum(b["failures_total"] for b in boots)
     lo, hi = poisson.poisson_ci(made, 0.999)

@@ -89,8 +89,9 @@ def test_the_aa_plan_reaches_its_power_in_simulation():
 
 def test_the_plan_bounds_the_pilots_dispersion_from_above():
     """A pilot of four boots that look Poisson still plans on a wider
-    spread (its 80% upper bound), a spread of 5 on many more boots; the
-    blinded look then plans on the point estimate, never below what ran."""
+    spread (its 80% upper bound), a wide one on many more boots; the
+    blinded look plans on the point estimate, never below the plan: more
+    when the spread turns out wider."""
     steady = [(500, 1), (520, 1), (480, 1), (510, 1)]
     plan, fit = planning.plan_aa(steady, None, 0.10, 0.95, 40)
     assert fit.df == 3 and plan["phi"] > max(fit.phi, 1) and plan["conf"] == 0.80
@@ -104,7 +105,10 @@ def test_the_plan_bounds_the_pilots_dispersion_from_above():
     assert planning.look(a[:-1], b, labels[:-1], labels, fit, 0.10, 0.95, 40,
                          plan["boots"]) is None
     again = planning.look(a, b, labels, labels, fit, 0.10, 0.95, 40, plan["boots"])
-    assert again["at"] == half and half <= again["boots"] < plan["boots"]
+    assert again["at"] == half and again["boots"] == plan["boots"]
+    wider = [(500 + (i % 2) * 140, 1) for i in range(half)]
+    again = planning.look(wider, b, labels, labels, fit, 0.10, 0.95, 40, plan["boots"])
+    assert again["boots"] > plan["boots"] and again["phi"] > 2
 
 
 def test_unclamped_dispersion_tells_phase_lock_from_poisson():

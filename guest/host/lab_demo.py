@@ -385,14 +385,14 @@ class Experiment:
         """{condition: boots} as fixed so far."""
         return {c["name"]: self.planned(c) for c in self.conds}
 
-    def wants(self, c):
-        """Whether condition c needs another boot: the pilot first, then
-        the plan."""
-        done = len(self.of(c["name"]))
-        if c["kind"] != "pilot" and any(
-                p["kind"] == "pilot" and not self.of(p["name"]) for p in self.conds):
-            return False
-        return done < self.planned(c)
+    def due(self):
+        """The boots of the next round: the whole pilot first, then one of
+        every condition the plan still wants."""
+        pilot = [(c, planning.PILOT_BOOTS - len(self.of(c["name"]))) for c in self.conds
+                 if c["kind"] == "pilot"]
+        if any(left > 0 for _, left in pilot):
+            return [c for c, left in pilot for _ in range(left)]
+        return [c for c in self.conds if len(self.of(c["name"])) < self.planned(c)]
 
     def plan_text(self):
         """The plan as the demo prints it before the first counting boot."""
@@ -436,8 +436,11 @@ class Experiment:
     def run_round(self, due, rnd):
         """Boots of one round, --jobs at a time, started in the shuffled
         order; a round's records are saved in that order once it ends."""
-        numbered = [(slot, c, len(self.of(c["name"])) + 1)
-                    for slot, c in enumerate(due, 1)]
+        seen = {}
+        numbered = []
+        for slot, c in enumerate(due, 1):
+            seen[c["name"]] = seen.get(c["name"], len(self.of(c["name"]))) + 1
+            numbered.append((slot, c, seen[c["name"]]))
         futures = []
 
         def status():
@@ -583,7 +586,7 @@ def run(args):
             exp.save()
             print(f"demo: the plan, fixed before the first counting boot: "
                   f"{exp.plan_text()}", flush=True)
-        due = [c for c in exp.conds if exp.wants(c)]
+        due = exp.due()
         if not due:
             break
         left = sum(exp.estimate(c) for c in due) / min(args.jobs, len(due))
