@@ -87,7 +87,7 @@ class Fit:
         """The spread as a verdict states it."""
         if not self.df:
             return ""
-        est = (f"dispersion {self.scale():.2g} (estimate {self.phi:.2g}, below Poisson"
+        est = (f"dispersion {self.scale():.2g} (estimate {self.phi:.2f}, below Poisson"
                f"{': boots repeat one trajectory' if self.below_poisson() else ''}; "
                f"intervals use 1)" if self.phi < PHI_FLOOR else
                f"dispersion {self.phi:.2g}")

@@ -226,6 +226,19 @@ def test_compare_verdict_is_computed(tmp_path, geometry):
     assert "verdict: 22 of 22 failures" in proc.stdout
 
 
+def test_five_failures_against_none_are_undecided(tmp_path, geometry):
+    """One gcc49 log with 5 failures against one with none, equal calls:
+    the exact interval of 5 of 5 includes a ratio of 1, and time slices
+    that agree better than Poisson (estimate below 1) cannot narrow it."""
+    for n, (window, k) in enumerate([("gcc49", 5), ("gcc49", 0)]):
+        synthlog.generate(igets=3000, k=k, m=0, seed=40 + n, window=window,
+                          flavour=("unpatched", "patched")[n]).write(tmp_path / f"{n}.bin")
+    proc = analyze("compare", tmp_path / "0.bin", tmp_path / "1.bin", "--geometry", geometry)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("verdict: "))
+    assert "barrier flavour: undecided" in line and "patched/unpatched 0, 95% CI 0-1." in line, line
+
+
 # --- heat maps and report --------------------------------------------------
 
 def png_size(path):
