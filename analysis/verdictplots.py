@@ -5,6 +5,7 @@ ratio with its 90% and 95% intervals against 1 and the equivalence margin
 import math
 
 import matplotlib
+import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
@@ -12,15 +13,8 @@ COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:gr
            "agrees": "tab:green"}
 
 
-def forest(comparisons, margin, path):
-    """comparisons: experiment.comparisons(); an infinite upper end is drawn
-    as an arrow to the plot's edge, labelled."""
-    rows = [c for c in comparisons if c["verdict"].ratio is not None]
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * max(len(rows), 1)), dpi=100,
-                           layout="constrained")
-    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio)
-              if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
-    lo_edge, hi_edge = min(finite) / 1.5, max(finite) * 1.5
+def _intervals(ax, rows, lo_edge, hi_edge, margin, notes):
+    """One panel of the forest plot between lo_edge and hi_edge."""
     ax.axvspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12,
                label=f"equivalence margin +-{margin * 100:.0f}%")
     ax.axvline(1, color="black", lw=0.8)
@@ -28,28 +22,48 @@ def forest(comparisons, margin, path):
         v = c["verdict"]
         colour = COLOURS[v.kind]
         for (lo, hi), lw in ((v.ci95, 1.5), (v.ci90, 5)):
-            hi_draw = hi if math.isfinite(hi) else hi_edge
-            ax.plot([max(lo, lo_edge), hi_draw], [y, y], color=colour, lw=lw,
+            if hi < lo_edge or lo > hi_edge:
+                continue
+            ax.plot([max(lo, lo_edge), min(hi, hi_edge)], [y, y], color=colour, lw=lw,
                     solid_capstyle="butt")
-            if not math.isfinite(hi):
-                ax.annotate("", xy=(hi_edge, y), xytext=(hi_edge / 1.3, y),
+            if hi > hi_edge:
+                ax.annotate("", xy=(hi_edge, y), xytext=(hi_edge / 1.15, y),
                             arrowprops={"arrowstyle": "->", "color": colour})
-        x = v.ratio if math.isfinite(v.ratio) else hi_edge
-        ax.plot([x], [y], "D", color=colour, ms=7)
-        if c.get("expect"):
+        x = min(v.ratio, hi_edge)
+        if lo_edge <= v.ratio <= hi_edge or (notes and v.ratio > hi_edge):
+            ax.plot([x], [y], "D", color=colour, ms=7)
+        if c.get("expect") and lo_edge <= c["expect"] <= hi_edge:
             ax.plot([c["expect"]], [y], "|", color="black", ms=18, mew=2)
-        text = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
-        hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
-        ax.annotate(f"{v.kind}: {text}, 90% CI {v.ci90[0]:.3g}-{hi}", (x, y), xytext=(6, 8),
-                    textcoords="offset points", fontsize=8, color=colour)
-    ax.set_yticks(range(len(rows)), [c["label"] for c in reversed(rows)])
+        if notes:
+            ratio = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
+            hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
+            ax.annotate(f"{v.kind}: {ratio}, 90% CI {v.ci90[0]:.3g}-{hi}",
+                        (max(min(x, hi_edge), lo_edge), y), xytext=(-4, 9),
+                        textcoords="offset points", fontsize=8, color=colour, ha="right")
     ax.set_xscale("log")
     ax.set_xlim(lo_edge, hi_edge)
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel("rate ratio (log scale): thick 90% CI, thin 95% CI, | the model's "
-                  "prediction")
-    ax.set_title("Every comparison against 1 and the margin")
-    ax.legend(loc="lower right", fontsize=8)
+
+
+def forest(comparisons, margin, path):
+    """comparisons: experiment.comparisons().  Left, every comparison on a
+    log axis wide enough for all (an infinite end is an arrow); right, the
+    same near 1, where the margin is, so an A/A interval is visible."""
+    rows = [c for c in comparisons if c["verdict"].ratio is not None]
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(10, 1.4 + 0.8 * max(len(rows), 1)), dpi=100,
+                                   sharey=True, width_ratios=(3, 2), layout="constrained")
+    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio)
+              if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
+    _intervals(ax, rows, min(finite) / 1.5, max(finite) * 1.5, margin, notes=True)
+    _intervals(zoom, rows, 1 / (1 + 2.5 * margin), 1 + 2.5 * margin, margin, notes=False)
+    ax.set_yticks(range(len(rows)), [c["label"] for c in reversed(rows)])
+    ax.set_xlabel("rate ratio (log): thick 90% CI, thin 95% CI, | the model's prediction")
+    zoom.set_xlabel(f"near 1: +-{2.5 * margin * 100:.0f}%")
+    for which in (zoom.xaxis.set_major_formatter, zoom.xaxis.set_minor_formatter):
+        which(matplotlib.ticker.FormatStrFormatter("%.2f"))
+    zoom.tick_params(axis="x", which="both", labelsize=7)
+    fig.suptitle("Every comparison against 1 and the equivalence margin")
+    zoom.legend(loc="lower right", fontsize=8)
     fig.savefig(path)
     plt.close(fig)
 

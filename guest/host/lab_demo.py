@@ -7,7 +7,7 @@ rounds whose order is shuffled with a recorded seed, --jobs at a time.
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
-a pilot boot of each flavour, whose boots serve the plan only
+a pilot of two boots a flavour, whose boots serve the plan only
 (analysis/planning.py: the power of every comparison, predicted by the
 failure model from the pilot and simulated as the run will be analysed).  No condition stops early
 on what its boots showed; only --budget can cut the plan short, and the
@@ -36,9 +36,10 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              --aa-width, where failures are cheap.  QEMU translates both
              barriers alike, so it is an A/A test, the negative control;
              its boots are planned for --power at a true ratio of 1 within
-             --margin, from the failures of a pilot boot of each flavour.
-  pilot      (icount) a boot of each flavour: the aa settings with phase
-             seeds of their own; the verdicts leave them out.
+             --margin, from the failures and spread of the pilot, then
+             once more, blind, halfway.
+  pilot      (icount) two boots of each flavour: the aa settings with
+             phase seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
              interrupt broke which checksum, window arrivals per call and
              failures per window arrival.
@@ -161,11 +162,12 @@ def parse_args(argv=None):
                     help="icount: cap on the A/A plan's boots per flavour "
                          f"(default {calibration.MAX_BOOTS})")
     ap.add_argument("--plan-from", type=pathlib.Path, metavar="RUN",
-                    help="icount: plan on the spread of a previous run's boots "
-                         "(results/<timestamp>) instead of Poisson boots")
-    ap.add_argument("--budget", type=float, default=14,
+                    help="icount: plan on a previous run's spread (results/<timestamp>) "
+                         "pooled with the pilot's")
+    ap.add_argument("--budget", type=float, default=20,
                     help="wall minutes: no round starts that would end after "
-                         "them (default 14)")
+                         "them (default 20: a plan on a wide pilot can reach "
+                         "--max-aa-boots)")
     ap.add_argument("--margin", type=float, default=0.10,
                     help="equivalence margin of the flavour verdict (default 0.10)")
     ap.add_argument("--seed", type=int,
