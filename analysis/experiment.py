@@ -30,7 +30,7 @@ from analysis import correlate
 from analysis import model
 from analysis import planning
 from analysis import verdict
-from analysis.poisson import binom_ci, normal_quantile, poisson_ci, t_quantile
+from analysis.poisson import binom_ci, poisson_ci, t_quantile
 
 PER = 1e6
 GCC49_FUNC = 1      # enum chkwin_func: CHKWIN_FUNC_GCC49
@@ -71,7 +71,8 @@ def load(top):
 # Settings that may differ between runs pooled as one: how a run was
 # scheduled and sized, not what its boots measured.
 POOL_MAY_DIFFER = ("jobs", "budget_minutes", "boots", "plan", "aa_boots", "max_aa_boots",
-                   "power")
+                   "power", "plan_dispersion", "plan_comparisons", "plan_power_range",
+                   "plan_reestimated")
 
 
 def differences(doc, first):
@@ -334,7 +335,9 @@ def model_rows(doc):
     boots carry interrupt counts (analysis/model.py).  Each row's interval
     carries the condition's own spread about its rate (no blocks: a phase
     seed's effect on the level is part of what a run can read) and the
-    prediction's own error (lambda is counted: Poisson on the timer count)."""
+    prediction's own error, allowed for as if the ticks were a Poisson
+    count (they are periodic on icount, so this overstates it; it is 0.6%
+    of a 30 s boot's prediction: the spread of the failures dominates)."""
     shift = doc["settings"].get("shift")
     loop = doc["settings"].get("loop_instructions") or model.LOOP_INSNS
     own = condition_spreads(doc)
@@ -416,7 +419,9 @@ def model_fit(rows):
         rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
         ratio, ci95 = model.ratio_to_model(k, pred, phi, fit.level(0.95), rel)
         _, ci90 = model.ratio_to_model(k, pred, phi, fit.level(0.90), rel)
-        inside = 1 / (1 + MODEL_MARGIN) <= ci90[0] and ci90[1] <= 1 + MODEL_MARGIN
+        # As verdicts: agreement is a claim about the spread too, never on 0 df.
+        inside = bool(fit.df) and 1 / (1 + MODEL_MARGIN) <= ci90[0] and \
+            ci90[1] <= 1 + MODEL_MARGIN
         kind = ("differs" if ci95[0] > 1 or ci95[1] < 1 else
                 "agrees" if inside else "undecided")
         t = (k - pred) / math.sqrt(phi * pred + pred ** 2 * rel)

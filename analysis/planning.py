@@ -9,9 +9,12 @@ confidence bound of that dispersion (PLAN_CONF; pooled with a previous
 run's spread where --plan-from names one; never below Poisson), not on
 its point estimate: a pilot of four boots cannot tell 1 from 5.  Once
 both flavours have half their planned boots, the boots are re-estimated
-once, blind (the flavours lumped again, phase-seed pairs as blocks), and
-the A/A runs to the new figure where it is more (never fewer than planned,
-never above the cap).  The model (model.py) predicts every other condition's failures a
+once, blind (the flavours lumped again, phase-seed pairs as blocks, as
+the verdict will estimate the spread), and the A/A runs to the new figure
+where it is more (never fewer than planned, never above the cap).  The
+A/A's power is that of "equivalent" itself, which excludes "differs":
+at a true ratio of 1 it cannot pass 95% (the 95% interval excludes 1 one
+time in twenty), so the plan aims at 90% (calibration.PLAN_POWER).  The model (model.py) predicts every other condition's failures a
 boot from the pilot's calls and interrupts.
 
 Boots come from the normal approximation averaged over the dispersion
@@ -37,6 +40,8 @@ DISPERSIONS = (1, 2, 5, 7, 10)
 
 def dispersion_text(phi, df, source, estimate=None, conf=None):
     """The dispersion a plan is made at, and where it comes from."""
+    if conf is not None and estimate is None:
+        return f"1 ({source} gave no spread to bound: no failures, or one boot; Poisson assumed)"
     if conf is not None:
         return (f"{phi:.2f}, the {conf * 100:.0f}% upper bound of {estimate:.2f} on {df} df "
                 f"({source}; never below 1)")
@@ -67,14 +72,15 @@ def aa_boots(per_boot, phi, margin, power, cap):
     phi, paired: the fewest with power to say "equivalent" at a true ratio
     of 1, capped."""
     need = verdict.boots_for_power(per_boot, per_boot, max(phi, 1.0), 0.0, margin, power,
-                                   paired=True)
+                                   paired=True, want="equivalent")
     return min(cap, need[0]) if need else cap
 
 
 def needed(per_boot, phi, margin, power):
     """Boots a flavour the A/A would need at dispersion phi, uncapped;
     None beyond a million."""
-    need = verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, paired=True)
+    need = verdict.boots_for_power(per_boot, per_boot, phi, 0.0, margin, power, paired=True,
+                                   want="equivalent")
     return need[0] if need else None
 
 
@@ -84,14 +90,15 @@ def blinded(a, b, blocks_a, blocks_b):
     return verdict.fit_blocked([a + b], [blocks_a + blocks_b])
 
 
-def reestimate(per_boot, fit, prior, margin, power, cap, planned):
+def reestimate(per_boot, fit, margin, power, cap, planned):
     """The A/A boots a flavour after the blinded look: at the point estimate
-    of the dispersion pooled with the pilot's (prior), no fewer than
-    planned (a look that could shorten the run would stop it when its
-    spread happened to read low, and the final intervals, which still hold
-    those boots, would be too narrow: simulated, 7.6% false "differs" where
-    5% is the goal), no more than cap."""
-    phi = combine(fit, prior).scale()
+    of the look's own dispersion (within phase-seed pairs, as the verdict
+    will estimate it; the pilot's, without pairs, is another quantity), no
+    fewer than planned (a look that could shorten the run would stop it
+    when its spread happened to read low, and the final intervals, which
+    still hold those boots, would be too narrow: simulated, 7.6% false
+    "differs" where 5% is the goal), no more than cap."""
+    phi = fit.scale()
     return max(planned, aa_boots(per_boot, phi, margin, power, cap)), phi
 
 
@@ -109,7 +116,7 @@ def plan_aa(pilot, prior, margin, power, cap):
             "per_boot": per_boot}, fit
 
 
-def look(a, b, blocks_a, blocks_b, pilot_fit, margin, power, cap, planned):
+def look(a, b, blocks_a, blocks_b, margin, power, cap, planned):
     """The blinded look, once both flavours' A/A boots a and b (with their
     blocks) reach half of planned: {at, phi, df, per_boot, before, boots};
     None before then."""
@@ -119,7 +126,7 @@ def look(a, b, blocks_a, blocks_b, pilot_fit, margin, power, cap, planned):
     fit = blinded(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
     lumped = a[:done] + b[:done]
     per_boot = sum(k for k, _ in lumped) / len(lumped)
-    boots, phi = reestimate(per_boot, fit, pilot_fit, margin, power, cap, planned)
+    boots, phi = reestimate(per_boot, fit, margin, power, cap, planned)
     return {"at": done, "phi": phi, "df": fit.df, "per_boot": per_boot, "before": planned,
             "boots": boots}
 

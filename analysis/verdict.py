@@ -221,19 +221,24 @@ def _fmt(x):
 
 
 def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
-                    alpha=0.05, paired=False):
+                    alpha=0.05, paired=False, want=None):
     """(boots a condition, decision): the fewest boots per condition with
     which, at a true log ratio of log_ratio, failures per boot as given and
-    dispersion phi, one of the two decisions comes with probability power;
-    None when neither can within a million boots.  The log ratio is taken
-    as normal and the dispersion as estimated on the comparison's residual
-    degrees of freedom (n - 1 when the boots are paired blocks, else
-    2n - 2), phi x chi-square(df) / df, with the t quantile on them: the
-    power is averaged over that estimate's distribution."""
+    dispersion phi, the verdict is want ("differs" or "equivalent") with
+    probability power, or with want None either of them (the likelier is
+    the decision returned); None when that takes over a million boots.
+    The two are the verdict's own, disjoint: "equivalent" is the 90%
+    interval inside the margin while the 95% interval holds 1, so at a
+    true ratio of 1 its power cannot pass 1 - alpha.  The log ratio is
+    taken as normal and the dispersion as estimated on the comparison's
+    residual degrees of freedom (n - 1 when the boots are paired blocks,
+    else 2n - 2), phi x chi-square(df) / df and floored at 1 as the
+    intervals floor it, with the t quantile on them: the power is averaged
+    over that estimate's distribution."""
     s1 = math.sqrt(phi * (1 / max(per_boot_a, 0.5) + 1 / max(per_boot_b, 0.5)))
     d, band = abs(log_ratio), math.log1p(margin)
 
-    def reached(n):
+    def chances(n):
         se, df = s1 / math.sqrt(n), n - 1 if paired else 2 * n - 2
         # The phi the interval will use relative to the true one, at 64
         # equal-probability points of the estimate: floored as scale() floors it.
@@ -242,14 +247,19 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
         t2, t1 = t_quantile(1 - alpha / 2, df), t_quantile(1 - alpha, df)
         differs = float(np.mean(stats.norm.cdf(d / se - t2 * u)
                                 + stats.norm.cdf(-d / se - t2 * u)))
-        equivalent = float(np.mean(np.clip(stats.norm.cdf((band - d) / se - t1 * u)
-                                           - stats.norm.cdf((-band - d) / se + t1 * u),
-                                           0, 1)))
-        if d > 0 and differs >= power:
-            return "differs"
-        if d < band and equivalent >= power:
-            return "equivalent"
-        return None
+        # Equivalent: the estimate within band - t1 s of 0 (90% interval
+        # inside the margin) and within t2 s (95% interval holds 1).
+        m = np.maximum(np.minimum(band / se - t1 * u, t2 * u), 0)
+        equivalent = float(np.mean(np.clip(stats.norm.cdf(m - d / se)
+                                           - stats.norm.cdf(-m - d / se), 0, 1)))
+        return differs, equivalent
+
+    def reached(n):
+        differs, equivalent = chances(n)
+        got = {"differs": differs, "equivalent": equivalent,
+               None: differs + equivalent}[want]
+        return got >= power
+
     lo, hi = 2, 2
     while not reached(hi):
         lo, hi = hi, hi * 2
@@ -258,7 +268,8 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if reached(mid) else (mid + 1, hi)
-    return lo, reached(lo)
+    differs, equivalent = chances(lo)
+    return lo, want or ("differs" if differs >= equivalent else "equivalent")
 
 
 def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
@@ -274,7 +285,9 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
     if spread.df:
         how = spread.describe()
     else:
-        how = f"one of the {unit} a condition: spread not estimable, Poisson assumed"
+        why = (f"one of the {unit} a condition" if max(len(a), len(b)) < 2
+               else "its blocks leave none")
+        how = f"no degree of freedom for the spread ({why}): Poisson assumed"
     if k1 + k2 == 0:
         return Verdict("undecided", None, (0.0, math.inf), (0.0, math.inf), phi, spread.df,
                        spread.phi, margin, False, None, f"undecided: no failures in "

@@ -70,37 +70,51 @@ def forest(comparisons, margin, path):
 
 def predicted_measured(rows, check, margin, path):
     """rows: experiment.model_rows() of windowed conditions; check:
-    experiment.model_fit(rows)."""
+    experiment.model_fit(rows).  Above, every condition's measured failures
+    (95% interval of its own spread) against its prediction; below, what
+    the check tests: measured / predicted of each W group, thick its 90%
+    interval, thin its 95%, against the +-margin band.  A count of 0 sits
+    on the axis's lower edge."""
     rows = [r for r in rows if r["window"] != "off" and r["predicted"] > 0]
     fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 8), dpi=100, sharex=True,
                                   height_ratios=(3, 2), layout="constrained")
-    xs = [r["predicted"] for r in rows]
-    edge = (min(xs + [r["measured"] or 1 for r in rows]) / 2,
+    xs = [r["predicted"] for r in rows] + [g["predicted"] for g in check["by_w"]]
+    edge = (min(xs + [r["measured"] for r in rows if r["measured"]]) / 2,
             max(xs + [r["measured"] for r in rows]) * 2)
     grid = [edge[0], edge[1]]
     ax.plot(grid, grid, color="black", lw=0.8, label="measured = predicted")
     ax.fill_between(grid, [g / (1 + margin) for g in grid], [g * (1 + margin) for g in grid],
                     color="tab:green", alpha=0.12, label=f"within +-{margin * 100:.0f}%")
-    rax.axhspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12)
-    rax.axhline(1, color="black", lw=0.8)
     for r in rows:
-        lo, hi = (x * r["predicted"] for x in r["ratio_ci"])
-        line = ax.errorbar([r["predicted"]], [r["measured"]],
-                           yerr=[[r["measured"] - max(lo, edge[0])], [hi - r["measured"]]],
-                           fmt="o", capsize=3, label=f"{r['condition']} (W = {r['W']})")
-        rlo, rhi = r["ratio_ci"]
-        rax.errorbar([r["predicted"]], [r["ratio"]], yerr=[[r["ratio"] - rlo], [rhi - r["ratio"]]],
-                     fmt="o", capsize=3, color=line[0].get_color())
+        y = max(r["measured"], edge[0])
+        lo, hi = (max(x * r["predicted"], edge[0]) for x in r["ratio_ci"])
+        ax.errorbar([r["predicted"]], [y], yerr=[[max(y - lo, 0)], [max(hi - y, 0)]],
+                    fmt="o", capsize=3, label=f"{r['condition']} (W = {r['W']})")
+    rax.axhspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12,
+                label=f"agrees: 90% CI inside +-{margin * 100:.0f}%")
+    rax.axhline(1, color="black", lw=0.8)
+    floor = min([0.5] + [g["ci95"][0] for g in check["by_w"] if g["ci95"][0] > 0])
+    for g in check["by_w"]:
+        colour = COLOURS["differs" if g["kind"] == "differs" else
+                         "agrees" if g["kind"] == "agrees" else "undecided"]
+        y = max(g["ratio"], floor)
+        for (lo, hi), lw in ((g["ci95"], 1.5), (g["ci90"], 5)):
+            rax.plot([g["predicted"]] * 2, [max(lo, floor), hi], color=colour, lw=lw,
+                     solid_capstyle="butt")
+        rax.plot([g["predicted"]], [y], "D", color=colour, ms=6)
+        rax.annotate(f"W = {g['W']}: {g['kind']}", (g["predicted"], y), xytext=(6, 0),
+                     textcoords="offset points", fontsize=8, color=colour)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*edge)
     ax.set_ylim(*edge)
-    ax.set_ylabel("measured failures (95% CI: own spread, prediction's error)")
+    ax.set_ylabel("measured failures (95% CI of its own spread)")
     ax.set_title(f"Predicted against measured: chi-square {check['chi2']:.1f} on "
                  f"{check['df']} df, p = {check['p']:.2g}")
     ax.legend(fontsize=8, loc="upper left")
     rax.set_yscale("log")
-    rax.set_ylabel("measured / predicted (95% CI)")
+    rax.set_ylabel("measured / predicted by W (90%, 95% CI)")
     rax.set_xlabel("predicted failures (W x lambda x 2^N ns x calls)")
+    rax.legend(fontsize=8, loc="lower right")
     fig.savefig(path)
     plt.close(fig)

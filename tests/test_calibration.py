@@ -9,18 +9,24 @@ says so) at most 5% of the time; a true model is said not to fit at most
 5% of the time.  And the plan keeps its power promise on Poisson boots.
 """
 
+import functools
+
 import pytest
 
 from analysis import calibration
 
 SIMS = 300
+POINTS = [(s, r) for s in calibration.SCENARIOS for r in calibration.RATIOS]
 
 
-@pytest.fixture(scope="module", params=[(s, r) for s in calibration.SCENARIOS
-                                        for r in calibration.RATIOS],
-                ids=lambda p: f"{p[0]}-{p[1]:g}")
+@functools.cache
+def _tally(scenario, ratio):
+    return calibration.run(scenario, ratio, sims=SIMS, seed=1)
+
+
+@pytest.fixture(params=POINTS, ids=lambda p: f"{p[0]}-{p[1]:g}")
 def tally(request):
-    return calibration.run(*request.param, sims=SIMS, seed=1)
+    return _tally(*request.param)
 
 
 def _rows(t):
@@ -49,10 +55,23 @@ def test_every_comparison_is_counted(tally):
         assert tally.n("flavour false equivalence") == SIMS
 
 
-def test_the_plan_keeps_its_power_promise():
-    """Poisson boots at a true ratio of 1: "equivalent" at least as often as
-    the plan's 95%, less three Monte Carlo SE."""
-    t = calibration.run("poisson", 1.0, sims=SIMS, seed=2)
+def test_coverage_pooled_over_the_scenarios():
+    """Each scenario's 300 demos can only show coverage to within about 4.5
+    points; pooled over the twelve scenario-ratio pairs (3,600 demos) the
+    A/A and control intervals must cover 93% to within 3 SE (1.3 points)."""
+    tallies = [_tally(*point) for point in POINTS]
+    for key in ("flavour covered", "control covered", "exact flavours covered"):
+        hits = sum(t.counts[key][0] for t in tallies)
+        n = sum(t.counts[key][1] for t in tallies)
+        assert hits / n >= 0.93 - 3 * calibration.mc_se(0.93, n), (key, hits, n)
+
+
+@pytest.mark.parametrize("scenario", ["poisson", "nb-3"])
+def test_the_plan_keeps_its_power_promise(scenario):
+    """At a true ratio of 1, "equivalent" at least as often as the plan's
+    90%, less three Monte Carlo SE, on Poisson boots and at dispersion 3
+    (where the pilot's bound is nearer the truth)."""
+    t = _tally(scenario, 1.0)
     p = t.share("flavour power")
     assert p >= calibration.PLAN_POWER - 3 * calibration.mc_se(calibration.PLAN_POWER, SIMS), \
         _rows(t)

@@ -373,3 +373,76 @@ def test_one_dispersion_or_several():
     same = [boot("patched-gcc49", i, a, M, i, 2) for i, a in enumerate([97, 103, 99, 105, 95, 100], 1)]
     line = experiment.dispersion_line(doc(boots[:6] + same, CONDS))
     assert "no evidence they differ" in line, line
+
+
+IRQS = {"timer": 30_000, "device": 600, "idle_seconds": 0.0, "seconds": 30.0, "cpus": 1,
+        "task_seconds": 30.0}
+
+
+def icount_boot(name, n, failures, calls):
+    b = boot(name, n, failures, calls, n)
+    b.update(phase_seed=n, interrupts=IRQS, clock={"kind": "icount", "shift": 4})
+    return b
+
+
+MODEL_CONDS = [cond("unpatched-gcc49-exact", "unpatched", "gcc49-exact", "counting"),
+               cond("patched-gcc49-exact", "patched", "gcc49-exact", "counting"),
+               cond("unpatched-gcc49-w16", "unpatched", "gcc49", "aa", width=16),
+               cond("patched-gcc49-w16", "patched", "gcc49", "aa", width=16)]
+
+
+def test_the_model_is_checked_by_w_with_a_seed_counted_once():
+    """Per call: W x 1,000/s x 16 ns, 16e-6 at W = 1 and 528e-6 at W = 33.
+    Boots on the model agree within +-10% where there are enough failures
+    (W = 33) and stay undecided where there are not (W = 1); 30% above it
+    differs, and the goodness of fit says so.  A seed's effect shared by
+    the pair (each seed's two boots alike, seeds far apart) is the spread
+    of the seeds' sums, and widens the group's interval.  One boot a
+    condition leaves no df: never "agrees"."""
+    def boots(scale, shared=None):
+        out = []
+        for n in range(1, 7):
+            for c, k in (("unpatched-gcc49-exact", 16), ("patched-gcc49-exact", 16)):
+                out.append(icount_boot(c, n, k, 1_000_000))
+            for c in ("unpatched-gcc49-w16", "patched-gcc49-w16"):
+                k = shared[n - 1] if shared else round(528 * scale) + (n % 3) * 10 - 10
+                out.append(icount_boot(c, n, k, 1_000_000))
+        return out
+    on = experiment.model_fit(experiment.model_rows(doc(boots(1.0), MODEL_CONDS, shift=4)))
+    kinds = {g["W"]: g["kind"] for g in on["by_w"]}
+    assert kinds == {1: "undecided", 33: "agrees"} and on["p"] > 0.05 and on["df"] == 2
+    off = experiment.model_fit(experiment.model_rows(doc(boots(1.3), MODEL_CONDS, shift=4)))
+    assert {g["W"]: g["kind"] for g in off["by_w"]}[33] == "differs" and off["p"] < 0.001
+    shared = experiment.model_fit(experiment.model_rows(
+        doc(boots(1.0, [428, 628, 438, 618, 448, 608]), MODEL_CONDS, shift=4)))
+    w33 = next(g for g in shared["by_w"] if g["W"] == 33)
+    assert w33["phi"] > 30 and w33["df"] == 5 and w33["kind"] != "agrees"
+    one = [b for b in boots(1.0) if b["dir"].endswith("-1")]
+    single = experiment.model_fit(experiment.model_rows(doc(one, MODEL_CONDS, shift=4)))
+    assert all(g["df"] == 0 and g["kind"] != "agrees" for g in single["by_w"])
+
+
+def test_the_plan_line_says_its_bound_its_range_and_its_look():
+    conds = CONDS[:2] + MODEL_CONDS[2:]
+    plan = {c["name"]: 2 for c in CONDS[:2]} | {"unpatched-gcc49-w16": 12,
+                                                "patched-gcc49-w16": 12}
+    d = doc([], conds, plan=plan, max_aa_boots=40,
+            plan_comparisons=[{"what": "unpatched/patched at width 16", "boots": 9,
+                               "per_boot": [500.0, 500.0], "ratio": 1.0,
+                               "source": "the pilot's, measured", "verdict": "equivalent",
+                               "power": 0.91}],
+            plan_dispersion={"phi": 2.1, "df": 3, "estimate": 0.7, "conf": 0.8,
+                             "source": "the pilot's boots, flavours lumped"},
+            plan_power_range=[{"phi": 1, "needed": 7, "power": 0.95},
+                              {"phi": 7, "needed": 52, "power": 0.2}],
+            plan_reestimated={"at": 5, "phi": 3.2, "df": 5, "per_boot": 500.0,
+                              "before": 9, "boots": 12})
+    line = experiment.plan_line(d)
+    assert "at dispersion 2.10, the 80% upper bound of 0.70 on 3 df" in line, line
+    assert "dispersion 7: 20% power at 9, 52 boots a flavour needed" in line, line
+    assert "beyond 40 (--max-aa-boots) the run stops at the cap" in line, line
+    assert "re-estimated blind at 5 boots a flavour (the flavours lumped: dispersion " \
+        "3.20), 9 -> 12 boots a flavour" in line, line
+    none = dict(d["settings"]["plan_dispersion"], estimate=None)
+    d["settings"]["plan_dispersion"] = none
+    assert "gave no spread to bound" in experiment.plan_line(d)

@@ -223,8 +223,9 @@ def parse_args(argv=None):
         ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
     if args.rr_boots and args.clock != "icount":
         ap.error("--rr-boots needs --clock icount: QEMU records only instruction time")
-    if not 0 < args.power < 1:
-        ap.error("--power must lie in (0, 1)")
+    if not 0 < args.power < 0.95:
+        ap.error("--power must lie in (0, 0.95): at a true ratio of 1 \"equivalent\" "
+                 "comes at most as often as the 95% interval holds 1")
     if not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--margin must lie in (0, 1), --budget above 0")
     args.dispersion = (1.0, None, None)
@@ -359,14 +360,14 @@ class Experiment:
         doc = self.doc()
         counts = [experiment.counts(doc, c["name"]) for c in aa]
         blocks = [experiment.blocks(doc, c["name"]) for c in aa]
-        again = planning.look(*counts, *blocks, self.pilot_fit, a.margin, a.power,
-                              a.max_aa_boots, self.aa_boots)
+        again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
+                              self.aa_boots)
         if again is None:
             return
         self.reestimated, self.aa_boots = again, again["boots"]
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
         print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
-              f"{phi:.2f} (the flavours lumped, {df} df, with the pilot's), "
+              f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
               f"{before} -> {self.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
