@@ -87,7 +87,7 @@ class Fit:
         """The spread as a verdict states it."""
         if not self.df:
             return ""
-        est = (f"dispersion {self.scale():.2g} (estimate {self.phi:.2f}, below Poisson"
+        est = (f"dispersion {self.scale():.2g} (estimate {self.phi:.3g}, below Poisson"
                f"{': boots repeat one trajectory' if self.below_poisson() else ''}; "
                f"intervals use 1)" if self.phi < PHI_FLOOR else
                f"dispersion {self.phi:.2g}")
@@ -320,6 +320,11 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
         evidence += unestimated
         if need is None:
             text = f"undecided ({evidence})"
+        elif need[0] <= now:
+            # The normal approximation thinks these already decide; at such
+            # counts the exact interval is wider than it: it cannot size a rerun.
+            text = (f"undecided: more {unit} needed, too few failures for the power "
+                    f"approximation to say how many ({evidence})")
         else:
             more = max(1, need[0] - now)
             text = (f"undecided: {more} more {unit} a condition ({need[0]} in all) give "
