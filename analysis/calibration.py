@@ -43,8 +43,9 @@ from analysis import verdict
 
 MARGIN = 0.10
 # Simulated experiments behind a plan's power figure (Monte Carlo standard
-# error 0.7% at 95%), and the power and cap the demo plans its A/A boots for:
-# 90%, since "equivalent" at a true ratio of 1 cannot pass 95% (planning.py).
+# error 0.95% at 90%), and the power and cap the demo plans its A/A boots
+# for: 90%, since "equivalent" at a true ratio of 1 approaches 95% only as
+# the df grow (planning.py).
 PLAN_SIMS = 1000
 PLAN_POWER = 0.90
 MAX_BOOTS = 40
@@ -131,8 +132,8 @@ def simulate(phi, mean_a, mean_b, boots, margin, sims, seed=0):
         both = ([(int(k), exposure) for k in a], [(int(k), exposure) for k in b])
         # As experiment.conditions_spread fits it: within pairs where both
         # sides fail, else each side's boots about its own rate.
-        pairs = verdict.fit_blocked(both, [range(boots), range(boots)]) if mean_b \
-            else verdict.fit(*both)
+        pairs = verdict.fit_blocked(both, [range(boots), range(boots)]) \
+            if a.sum() and b.sum() else verdict.fit(*both)
         v = verdict.compare(*both, margin, spread=pairs)
         covered += v.ci95[0] <= ratio <= v.ci95[1]
         differs += v.kind == "differs"

@@ -13,8 +13,9 @@ once, blind (the flavours lumped again, phase-seed pairs as blocks, as
 the verdict will estimate the spread), and the A/A runs to the new figure
 where it is more (never fewer than planned, never above the cap).  The
 A/A's power is that of "equivalent" itself, which excludes "differs":
-at a true ratio of 1 it cannot pass 95% (the 95% interval excludes 1 one
-time in twenty), so the plan aims at 90% (calibration.PLAN_POWER).  The model (model.py) predicts every other condition's failures a
+at a true ratio of 1 it approaches 95% as the df grow once the spread is
+above Poisson's (the 95% interval excludes 1 one time in twenty), so 95%
+can take unbounded boots; the plan aims at 90% (calibration.PLAN_POWER).  The model (model.py) predicts every other condition's failures a
 boot from the pilot's calls and interrupts.
 
 Boots come from the normal approximation averaged over the dispersion

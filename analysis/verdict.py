@@ -229,7 +229,9 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
     the decision returned); None when that takes over a million boots.
     The two are the verdict's own, disjoint: "equivalent" is the 90%
     interval inside the margin while the 95% interval holds 1, so at a
-    true ratio of 1 its power cannot pass 1 - alpha.  The log ratio is
+    true ratio of 1 its power approaches 1 - alpha as the df grow once
+    the spread is above Poisson's (the floor at 1 and t on few df make
+    "differs" rarer, and it higher, on Poisson boots).  The log ratio is
     taken as normal and the dispersion as estimated on the comparison's
     residual degrees of freedom (n - 1 when the boots are paired blocks,
     else 2n - 2), phi x chi-square(df) / df and floored at 1 as the
@@ -320,14 +322,14 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
         evidence += unestimated
         if need is None:
             text = f"undecided ({evidence})"
-        elif need[0] <= now:
+        elif need[0] <= now and min(k1, k2) < 10:
             # The normal approximation thinks these already decide; at such
             # counts the exact interval is wider than it: it cannot size a rerun.
             text = (f"undecided: more {unit} needed, too few failures for the power "
                     f"approximation to say how many ({evidence})")
         else:
             more = max(1, need[0] - now)
-            text = (f"undecided: {more} more {unit} a condition ({need[0]} in all) give "
+            text = (f"undecided: {more} more {unit} a condition ({now + more} in all) give "
                     f"{POWER * 100:.0f}% power to decide ({need[1]} at the observed "
                     f"ratio; margin {band}) ({evidence})")
     return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, spread.df, spread.phi,

@@ -93,7 +93,8 @@ def predicted_measured(rows, check, margin, path):
     rax.axhspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12,
                 label=f"agrees: 90% CI inside +-{margin * 100:.0f}%")
     rax.axhline(1, color="black", lw=0.8)
-    floor = min([0.5] + [g["ci95"][0] for g in check["by_w"] if g["ci95"][0] > 0])
+    floor = min([0.5] + [g["ci95"][0] for g in check["by_w"] if g["ci95"][0] > 0]
+                + [g["ci95"][1] / 2 for g in check["by_w"]])
     for g in check["by_w"]:
         colour = COLOURS["differs" if g["kind"] == "differs" else
                          "agrees" if g["kind"] == "agrees" else "undecided"]

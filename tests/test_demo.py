@@ -186,7 +186,8 @@ def test_report_rebuilds_offline(demo, tmp_path):
 def test_bad_flags_are_one_line_errors(tmp_path):
     for bad in (["--flavours", "nosuch"], ["--margin", "2"], ["--widths", "0"],
                 ["--smp", "2"], ["--clock", "wall"], ["--shift", "11"], ["--jobs", "0"],
-                ["--power", "1"], ["--plan-from", str(tmp_path / "nosuch")],
+                ["--power", "1"], ["--power", "0.95"],
+                ["--plan-from", str(tmp_path / "nosuch")],
                 ["--clock", "host", "--plan-from", str(REPO)]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,
                                "--results", str(tmp_path)], capture_output=True, text=True)

@@ -224,8 +224,8 @@ def parse_args(argv=None):
     if args.rr_boots and args.clock != "icount":
         ap.error("--rr-boots needs --clock icount: QEMU records only instruction time")
     if not 0 < args.power < 0.95:
-        ap.error("--power must lie in (0, 0.95): at a true ratio of 1 \"equivalent\" "
-                 "comes at most as often as the 95% interval holds 1")
+        ap.error("--power must lie in (0, 0.95): \"equivalent\" at a true ratio of 1 "
+                 "approaches 95% only as the boots grow without bound")
     if not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--margin must lie in (0, 1), --budget above 0")
     args.dispersion = (1.0, None, None)
