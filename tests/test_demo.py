@@ -108,7 +108,10 @@ def test_the_plan_predicts_each_comparison_and_its_power(demo):
     assert set(plan) == {"gcc49-exact/off", "width 1/gcc49-exact"}
     control = plan["width 1/gcc49-exact"]
     assert control["boots"] == 4 and control["verdict"] == "differs"
-    assert 2.7 < control["ratio"] < 3.3 and control["power"] > 0.9
+    # Its power is simulated at the pilot's own dispersion, here from two
+    # boots (1 df: anywhere from 0 to about 10 for Poisson boots, 99.8% of
+    # the time); four boots of a ratio of 3 keep at least 45% up to 10.
+    assert 2.7 < control["ratio"] < 3.3 and 0.4 < control["power"] <= 1
     planned = doc["settings"]["plan_dispersion"]
     assert planned["source"] == "the pilot's boots, flavours lumped" and planned["df"] == 1
     assert planned["phi"] >= 1 and planned["conf"] == 0.80
