@@ -308,7 +308,8 @@ def dispersion_line(doc):
     phi, (lo, hi), df = fit.phi, fit.ci(), fit.df
     what = ("boots look independent (Poisson)" if lo <= 1 <= hi else
             "boots repeat one trajectory more than independent draws can (a diagnostic: "
-            "intervals still use Poisson's spread)" if hi < 1 else "boots spread wider than Poisson")
+            "intervals still use Poisson's spread)" if hi < 1 else
+            "boots spread wider than Poisson")
     within = "phase-seed pairs" if _paired(doc) else "rounds"
     text = (f"boot-to-boot dispersion {phi:.2f} (95% CI {lo:.2f}-{hi:.2f}, "
             f"{df} degrees of freedom, not floored; within {within}): {what}")
@@ -720,10 +721,11 @@ def dose_line(d):
             f"{'t on ' + str(d['df']) + ' df' if d['df'] > 0 else 'two points: no scatter to see'}")
 
 
-def comparisons(doc):
+def comparisons(doc, rows):
     """The experiment's comparisons, each with its own spread
     (comparison_spread): [{key, label, verdict, expect}], expect the
-    model's ratio where the model predicts one (the positive control)."""
+    model's ratio where the model predicts one (the positive control),
+    from rows, the experiment's model_rows."""
     margin = doc["settings"]["margin"]
     window = doc["settings"].get("window", "gcc49")
     out = []
@@ -740,7 +742,7 @@ def comparisons(doc):
     if pooled_over(primary) and pooled_over(off):
         out.append({"key": "window", "label": f"{window}/off",
                     "verdict": compare(primary, off, (window, "off")), "expect": None})
-    predicted = {r["condition"]: r for r in model_rows(doc)}
+    predicted = {r["condition"]: r for r in rows}
     for c in _cond(doc, kind="control"):
         ref = next((p for p in primary if p["flavour"] == c["flavour"]), None)
         if not (ref and pooled_over([c]) and pooled_over([ref])):
@@ -769,7 +771,7 @@ def decisions(doc, rec, doses):
     window = doc["settings"].get("window", "gcc49")
     out = []
     rows = model_rows(doc)
-    for c in comparisons(doc):
+    for c in comparisons(doc, rows):
         v = c["verdict"]
         if c["key"] == "window":
             out.append(("window", f"the emulated window and the failures: {v.text}"))

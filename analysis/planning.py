@@ -15,8 +15,9 @@ where it is more (never fewer than planned, never above the cap).  The
 A/A's power is that of "equivalent" itself, which excludes "differs":
 at a true ratio of 1 it approaches 95% as the df grow once the spread is
 above Poisson's (the 95% interval excludes 1 one time in twenty), so 95%
-can take unbounded boots; the plan aims at 90% (calibration.PLAN_POWER).  The model (model.py) predicts every other condition's failures a
-boot from the pilot's calls and interrupts.
+can take unbounded boots; the plan aims at 90% (calibration.PLAN_POWER).
+The model (model.py) predicts every other condition's failures a boot
+from the pilot's calls and interrupts.
 
 Boots come from the normal approximation averaged over the dispersion
 estimate's own distribution (verdict.boots_for_power); the power a plan
@@ -72,9 +73,8 @@ def aa_boots(per_boot, phi, margin, power, cap):
     """The A/A boots a flavour at failures per_boot a boot and dispersion
     phi, paired: the fewest with power to say "equivalent" at a true ratio
     of 1, capped."""
-    need = verdict.boots_for_power(per_boot, per_boot, max(phi, 1.0), 0.0, margin, power,
-                                   paired=True, want="equivalent")
-    return min(cap, need[0]) if need else cap
+    need = needed(per_boot, max(phi, 1.0), margin, power)
+    return cap if need is None else min(cap, need)
 
 
 def needed(per_boot, phi, margin, power):
@@ -117,12 +117,17 @@ def plan_aa(pilot, prior, margin, power, cap):
             "per_boot": per_boot}, fit
 
 
+def midpoint(planned):
+    """A/A boots a flavour at which the blinded look comes."""
+    return math.ceil(planned / 2)
+
+
 def look(a, b, blocks_a, blocks_b, margin, power, cap, planned):
     """The blinded look, once both flavours' A/A boots a and b (with their
-    blocks) reach half of planned: {at, phi, df, per_boot, before, boots};
+    blocks) reach midpoint(planned): {at, phi, df, per_boot, before, boots};
     None before then."""
     done = min(len(a), len(b))
-    if done < math.ceil(planned / 2):
+    if done < midpoint(planned):
         return None
     fit = blinded(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
     lumped = a[:done] + b[:done]

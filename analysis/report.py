@@ -180,12 +180,12 @@ def write_experiment(outdir, doc, runs):
          f"{b['calls']:,}", f"{b['wall_seconds']:.0f}"] for b in doc["boots"]]
     h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>"]
     md = ["# chkwin experiment", "", "## Decision", ""]
-    found = experiment.comparisons(doc)
+    mrows = experiment.model_rows(doc)
+    found = experiment.comparisons(doc, mrows)
     if found:
         verdictplots.forest(found, s["margin"], outdir / "comparisons.png")
         h.append(_img(outdir / "comparisons.png"))
         md += ["![every comparison against 1 and the margin](comparisons.png)", ""]
-    mrows = experiment.model_rows(doc)
     check = experiment.model_fit(mrows)
     if check:
         verdictplots.predicted_measured(mrows, check, experiment.MODEL_MARGIN,

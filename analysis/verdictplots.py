@@ -46,7 +46,7 @@ def _intervals(ax, rows, lo_edge, hi_edge, margin, notes):
 
 
 def forest(comparisons, margin, path):
-    """comparisons: experiment.comparisons().  Left, every comparison on a
+    """comparisons: experiment.comparisons(doc, rows).  Left, every comparison on a
     log axis wide enough for all (an infinite end is an arrow); right, the
     same near 1, where the margin is, so an A/A interval is visible."""
     rows = [c for c in comparisons if c["verdict"].ratio is not None]

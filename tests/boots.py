@@ -1,4 +1,5 @@
-"""Run guest/run.py from tests and read what it left behind."""
+"""Run guest/run.py and guest/lab_demo.py from tests and read what they
+left behind."""
 
 import concurrent.futures
 import json
@@ -45,6 +46,16 @@ def boot_many(specs):
     guest runs on one host thread); the Runs in the specs' order."""
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         return list(pool.map(lambda spec: boot(*spec), specs))
+
+
+def demo(results, args):
+    """guest/lab_demo.py with args into results, which must succeed:
+    (the process, its run directory, its experiment.json)."""
+    proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *args,
+                           "--results", str(results)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    top = (results / "latest").resolve()
+    return proc, top, json.loads((top / "experiment.json").read_text())
 
 
 def icount_args(seed, shift=4, duration=30):

@@ -28,6 +28,7 @@ import subprocess
 
 import pytest
 
+from tests import boots
 from tests.kernels import PY, REPO
 
 from analysis import chkwinlog
@@ -44,11 +45,8 @@ ARGS = ["--flavours", "unpatched", "--boot-seconds", "30", "--boots", "4",
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     results = tmp_path_factory.mktemp("demo-results")
-    proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *ARGS,
-                           "--results", str(results)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    top = (results / "latest").resolve()
-    return proc, results, top, json.loads((top / "experiment.json").read_text())
+    proc, top, doc = boots.demo(results, ARGS)
+    return proc, results, top, doc
 
 
 def test_layout_latest_and_the_record_of_the_run(demo):
@@ -120,10 +118,10 @@ def test_the_plan_predicts_each_comparison_and_its_power(demo):
                      r"failures a boot \(the model, ratio 3(\.\d+)?\), [\d.]+% power to "
                      r"find it \"differs\"", line), line
     assert "the 80% upper bound of " in line, line
-    boots = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
-    made = sum(b["failures_total"] for b in boots)
+    ran = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
+    made = sum(b["failures_total"] for b in ran)
     lo, hi = poisson.poisson_ci(made, 0.999)
-    assert lo <= control["per_boot"][0] * len(boots) <= hi, (made, control)
+    assert lo <= control["per_boot"][0] * len(ran) <= hi, (made, control)
 
 
 def test_the_window_verdict_is_decided(demo):

@@ -11,11 +11,10 @@ Two such boots both without a failure would be p < 1e-4 were they
 Poisson; the test needs one."""
 
 import json
-import subprocess
 
 import pytest
 
-from tests.kernels import PY, REPO
+from tests import boots
 
 from analysis import walks
 
@@ -28,12 +27,7 @@ ARGS = ["--flavours", "unpatched", "--boot-seconds", "10", "--boots", "2",
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    results = tmp_path_factory.mktemp("demo-rr")
-    proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *ARGS,
-                           "--results", str(results)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    top = (results / "latest").resolve()
-    return proc, top, json.loads((top / "experiment.json").read_text())
+    return boots.demo(tmp_path_factory.mktemp("demo-rr"), ARGS)
 
 
 def test_counting_boots_are_recorded_and_only_they(demo):

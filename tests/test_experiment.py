@@ -339,14 +339,16 @@ def test_each_comparison_uses_its_own_spread():
                   boot("patched-aa", i, p, M, i, 3)]
     boots.append(boot("unpatched-off", 1, 0, 4 * M, 1, 4))
     d = doc(boots, conds, window="gcc49", margin=0.10)
-    found = {c["key"]: c["verdict"] for c in experiment.comparisons(d)}
+    found = {c["key"]: c["verdict"]
+             for c in experiment.comparisons(d, experiment.model_rows(d))}
     assert found["window"].df == 3 and found["window"].estimate < 1
     assert found["flavour"].df == 3 and found["flavour"].phi > 20
     assert "(its own boots, within rounds)" in found["flavour"].text
     assert found["flavour"].kind == "undecided"
     assert experiment.spread(d).df == 6
     single = doc(boots[:3] + [boots[-1]], conds, window="gcc49", margin=0.10)
-    w = next(c["verdict"] for c in experiment.comparisons(single) if c["key"] == "window")
+    w = next(c["verdict"] for c in experiment.comparisons(single, experiment.model_rows(single))
+             if c["key"] == "window")
     assert w.df == 0 and "Poisson assumed" in w.text
 
 
@@ -370,7 +372,8 @@ def test_one_dispersion_or_several():
         [boot("patched-gcc49", i, b, M, i, 2) for i, b in enumerate(wide, 1)]
     line = experiment.dispersion_line(doc(boots, CONDS))
     assert "they differ, so each comparison uses its own" in line, line
-    same = [boot("patched-gcc49", i, a, M, i, 2) for i, a in enumerate([97, 103, 99, 105, 95, 100], 1)]
+    same = [boot("patched-gcc49", i, a, M, i, 2)
+            for i, a in enumerate([97, 103, 99, 105, 95, 100], 1)]
     line = experiment.dispersion_line(doc(boots[:6] + same, CONDS))
     assert "no evidence they differ" in line, line
 

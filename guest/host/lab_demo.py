@@ -69,7 +69,6 @@ so far) are written as the run goes, so a killed run keeps what it did;
 import argparse
 import concurrent.futures
 import json
-import math
 import os
 import pathlib
 import random
@@ -424,7 +423,7 @@ class Experiment:
                          + planning.describe_range(self.power_range, self.aa_boots,
                                                    a.max_aa_boots)
                          + f". Re-estimated once, blind, when both flavours have "
-                         f"{math.ceil(self.aa_boots / 2)} boots")
+                         f"{planning.midpoint(self.aa_boots)} boots")
         return text
 
     def seconds(self, c):
