@@ -5,7 +5,8 @@ FLAVOURS  := unpatched patched
 # make demo: guest/lab_demo.py --help says what each setting does and its
 # default; a variable set here (make demo CLOCK=host) passes it on.
 DEMO_SETTINGS := CLOCK SHIFT JOBS BOOTS AA_WIDTH POWER PLAN_FROM BOOT_SECONDS \
-	RECORD_SECONDS BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD RR_BOOTS
+	RECORD_SECONDS BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD RR_BOOTS \
+	ENGINE PARTITION ACCOUNT TIME_LIMIT RETRIES PASSES QEMU
 DEMO_ARGS = $(foreach v,$(DEMO_SETTINGS),$(if $($(v)),--$(subst _,-,$(shell echo $(v) | tr A-Z a-z)) $($(v))))
 WIDTHS         ?= 1,2,4,8,16
 # Sampler rates (Hz) of make dose.  On icount a period is instructions (at
@@ -21,9 +22,14 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap gdb-multiarch
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
+# The batch engine's scheduler: installed without what it recommends (the
+# tests' single-node Slurm needs neither a database nor a mail server).
+SLURM_DEBS := slurm-wlm munge
+# Where make slurm-start keeps its single-node Slurm.
+SLURM_DIR ?= /tmp/chkwin-slurm
 
 .PHONY: all deps kernels testdisk initramfs rootfs test test-host demo dose \
-	windows bench stackscan clean-results
+	windows bench stackscan clean-results slurm-start slurm-stop
 
 all: kernels
 
@@ -44,6 +50,13 @@ deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing \
 			|| { echo "deps: error: apt-get could not install: $$missing" >&2; exit 1; }; \
 	else echo "deps: all Debian packages present"; fi
+	@missing=$$(for p in $(SLURM_DEBS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing \
+			|| { echo "deps: error: apt-get could not install: $$missing" >&2; exit 1; }; \
+	fi
 
 kernels: deps
 	$(PY) guest/kbuild.py $(addprefix --flavour ,$(FLAVOURS))
@@ -87,6 +100,14 @@ bench: deps kernels
 # Builds stackscan (cached) and prints its path.
 stackscan: deps
 	$(PY) analysis/stackscan/build.py --print-path
+
+# A single-node Slurm on this machine (root; no systemd), for
+# make demo ENGINE=slurm where no cluster exists: prints the SLURM_CONF to export.
+slurm-start: deps
+	$(PY) guest/slurm_local.py start --dir $(SLURM_DIR)
+
+slurm-stop:
+	$(PY) guest/slurm_local.py stop --dir $(SLURM_DIR)
 
 clean-results:
 	rm -rf results

@@ -14,6 +14,7 @@ import sys
 ENTRY_POINTS = {
     "analysis/chkwin-analyze": "analysis.cli",
     "analysis/stackscan/build.py": "analysis.stackscan.builder",
+    "guest/boottask.py": "guest.host.boottask",
     "guest/initramfs.py": "guest.host.initramfs",
     "guest/kbuild.py": "guest.host.kbuild",
     "guest/kernelwindows.py": "guest.host.kernelwindows",
@@ -23,6 +24,7 @@ ENTRY_POINTS = {
     "guest/replay.py": "guest.host.replay",
     "guest/rootfs.py": "guest.host.rootfs",
     "guest/run.py": "guest.host.run",
+    "guest/slurm_local.py": "guest.host.slurmlocal",
     "guest/stockkernel.py": "guest.host.stockkernel",
     "guest/testdisk.py": "guest.host.testdisk",
     "guest/toolsdisk.py": "guest.host.toolsdisk",

@@ -70,9 +70,9 @@ def load(top):
 
 # Settings that may differ between runs pooled as one: how a run was
 # scheduled and sized, not what its boots measured.
-POOL_MAY_DIFFER = ("jobs", "budget_minutes", "boots", "plan", "aa_boots", "max_aa_boots",
-                   "power", "plan_dispersion", "plan_comparisons", "plan_power_range",
-                   "plan_reestimated")
+POOL_MAY_DIFFER = ("jobs", "engine", "engine_detail", "retries", "budget_minutes", "boots",
+                   "plan", "aa_boots", "max_aa_boots", "power", "plan_dispersion",
+                   "plan_comparisons", "plan_power_range", "plan_reestimated")
 
 
 def differences(doc, first):
@@ -274,8 +274,10 @@ def plan_line(doc):
     plan = s.get("plan")
     if not plan:
         return "no plan recorded (a run from before plans were fixed in advance)"
+    missing = doc.get("missing") or []
+    lost = {name: sum(m["condition"] == name for m in missing) for name in plan}
     short = [f"{name} {len(boots_of(doc, name))} of {n}" for name, n in plan.items()
-             if n is not None and len(boots_of(doc, name)) < n]
+             if n is not None and len(boots_of(doc, name)) + lost[name] < n]
     aa = [n for c in _cond(doc, kind="aa") if (n := plan.get(c["name"]))]
     text = (f"the plan, fixed before the first counting boot: {s['boots']} boots a "
             f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison"
@@ -294,8 +296,20 @@ def plan_line(doc):
         text += (f"; re-estimated blind at {again['at']} boots a flavour (the flavours "
                  f"lumped: dispersion {again['phi']:.2f}), {again['before']} -> "
                  f"{again['boots']} boots a flavour")
-    return text + ("; the budget cut it short: " + ", ".join(short) if short
-                   else "; every condition got its boots")
+    if missing:
+        text += (f"; {len(missing)} boot{'s' if len(missing) != 1 else ''} lost on every "
+                 "attempt, missing from the verdicts: "
+                 + ", ".join(f"{m['dir']} ({m['attempts']} attempts: {m['reason']})"
+                             for m in missing))
+    got = [c for c in s.get("plan_comparisons") or [] if c.get("got")]
+    if got:
+        text += ("; the power with the boots the run got: "
+                 + "; ".join(f"{c['what']} {c['got']['power'] * 100:.0f}% at "
+                             f"{c['got']['boots']} of {c['boots']} boots (planned "
+                             f"{c['power'] * 100:.0f}%)" for c in got))
+    if short:
+        return text + "; the budget cut it short: " + ", ".join(short)
+    return text + ("" if missing else "; every condition got its boots")
 
 
 def dispersion_line(doc):

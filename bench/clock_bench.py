@@ -19,49 +19,46 @@ boots planned from a pilot pair for 90% power to say "equivalent" within +-10%
 """
 
 import argparse
-import concurrent.futures
-import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
 
 from bench.section import print_section
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 from analysis import calibration
 from analysis import planning
+from guest.host import bootrunner
 from guest.host import lab_demo
 from guest.host.hostload import busy_cores
 from analysis import model
 from analysis import verdict
 
 
-def boot(out, flavour, window, width, clock, shift=4, seed=None, seconds=30):
+def flags(flavour, window, width, clock, shift=4, seed=None, seconds=30):
+    """guest/run.py's flags of one of the bench's boots."""
     scenario = "inode-loop" if clock == "icount" else "inode-load"
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", flavour, "--scenario", scenario,
-           "--duration", str(seconds), "--out", str(out), "--append",
-           f"ext4.chksum_window={window} ext4.chksum_window_width={width}"]
+    out = ["--flavour", flavour, "--scenario", scenario, "--duration", str(seconds),
+           "--append", f"ext4.chksum_window={window} ext4.chksum_window_width={width}"]
     if clock == "icount":
-        cmd += ["--clock", "icount", "--shift", str(shift), "--phase-seed", str(seed)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        sys.exit(f"clock_bench: error: boot {out.name} failed: {last}")
-    return json.loads((out / "status.json").read_text())
+        out += ["--clock", "icount", "--shift", str(shift), "--phase-seed", str(seed)]
+    return out
 
 
 def series(tmp, name, specs, jobs):
     """Boots of specs [(flavour, window, width, clock, shift, seed)], jobs at
-    once; their status.json dicts in order."""
-    def one(i_spec):
-        i, spec = i_spec
-        return boot(tmp / f"{name}-{i}", *spec)
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(one, enumerate(specs)))
+    once, through the lab's boot runner; their status.json dicts in order."""
+    boots = [bootrunner.Boot(tmp / f"{name}-{i}", flags(*spec)) for i, spec in enumerate(specs)]
+    engine = bootrunner.LocalEngine(jobs)
+    try:
+        outcomes = bootrunner.run(engine, boots)
+    finally:
+        engine.close()
+    for o in outcomes:
+        if o.returncode != 0:
+            sys.exit(f"clock_bench: error: boot {o.boot.out.name} failed: {o.reason}")
+    return [o.status for o in outcomes]
 
 
 def counts(statuses):
@@ -118,7 +115,7 @@ def main():
                                 margin=0.10, names=("loaded", "alone"))
             rows.append((f"{clock} clock: loaded / alone, rate per call", v.text))
         icount = seen["icount-alone"]
-        loop = lab_demo.kernel_loop_instructions("unpatched")
+        loop = lab_demo.loop_instructions(lab_demo.Artifacts(["unpatched"]).kernel_dirs["unpatched"])
         pred = sum(s["checksum_calls"] * model.per_call("gcc49", args.width, s["interrupts"], 4,
                                                         loop) for s in icount)
         meas = sum(s["checksum_failures_total"] for s in icount)

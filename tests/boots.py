@@ -1,7 +1,6 @@
 """Run guest/run.py and guest/lab_demo.py from tests and read what they
 left behind."""
 
-import concurrent.futures
 import json
 import os
 import subprocess
@@ -9,6 +8,7 @@ import subprocess
 from tests.kernels import PY, REPO
 
 from analysis.chkwinlog import NOT_ATTACHED, PROBES
+from guest.host import bootrunner
 
 
 class Run:
@@ -42,10 +42,19 @@ def boot(out, flavour, scenario, *extra):
 
 
 def boot_many(specs):
-    """boot(*spec) for every spec, one per core at a time (an icount
-    guest runs on one host thread); the Runs in the specs' order."""
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda spec: boot(*spec), specs))
+    """boot(*spec) for every spec, through the lab's boot runner
+    (guest/host/bootrunner.py: the local engine, one boot a core, no
+    retries); the Runs in the specs' order."""
+    boots = [bootrunner.Boot(out, ["--flavour", flavour, "--scenario", scenario, *extra])
+             for out, flavour, scenario, *extra in specs]
+    engine = bootrunner.LocalEngine(os.cpu_count() or 1)
+    try:
+        outcomes = bootrunner.run(engine, boots, retries=0)
+    finally:
+        engine.close()
+    return [Run(subprocess.CompletedProcess(o.boot.flags, o.returncode, "",
+                                            "\n".join(o.stderr + [o.reason])), o.boot.out)
+            for o in outcomes]
 
 
 def demo(results, args):
@@ -56,6 +65,26 @@ def demo(results, args):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     top = (results / "latest").resolve()
     return proc, top, json.loads((top / "experiment.json").read_text())
+
+
+# The short demo of tests/test_demo.py, whose boots tests/test_slurm.py
+# runs again through Slurm: one flavour, four counting boots a condition
+# of 20 walker passes (about 28 guest seconds; at most 40), so that a
+# phase seed makes the same calls wherever it runs.
+SHORT_DEMO = ["--flavours", "unpatched", "--boot-seconds", "40", "--passes", "20",
+              "--boots", "4", "--record-seconds", "60", "--no-controls", "--seed", "11",
+              "--jobs", "2"]
+_short_demo = []
+
+
+def short_demo(tmp_path_factory):
+    """(the process, its results directory, its run, experiment.json) of
+    SHORT_DEMO on the local engine, run once a session."""
+    if not _short_demo:
+        results = tmp_path_factory.mktemp("demo-results")
+        proc, top, doc = demo(results, SHORT_DEMO)
+        _short_demo.append((proc, results, top, doc))
+    return _short_demo[0]
 
 
 def icount_args(seed, shift=4, duration=30):

@@ -67,7 +67,6 @@ so far) are written as the run goes, so a killed run keeps what it did;
 """
 
 import argparse
-import concurrent.futures
 import json
 import os
 import pathlib
@@ -87,7 +86,10 @@ from analysis import windows
 from guest.host.progress import heartbeat
 from guest.host import kernelwindows
 from guest.host.resultsdir import new_run_dir
+from guest.host import bootrunner
+from guest.host import run as run_py
 from guest.host.run import helper_output
+from guest.host.slurmengine import SlurmEngine
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
@@ -137,6 +139,11 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--boot-seconds", type=int, default=30,
                     help="guest seconds of one counting boot (default 30)")
+    ap.add_argument("--passes", type=int, metavar="N",
+                    help="icount: walker boots (pilot, counting, control, A/A) end "
+                         "after N passes of the walker, or --boot-seconds, whichever "
+                         "comes first: then the same phase seed makes the same calls "
+                         "on any engine and host (default: by guest seconds alone)")
     ap.add_argument("--record-seconds", type=int, default=45,
                     help="guest seconds of one recorded boot, 0 = none (default 45)")
     ap.add_argument("--singlestep-seconds", type=int, default=20,
@@ -147,9 +154,24 @@ def parse_args(argv=None):
                          "or from the host's clock (multi-threaded TCG)")
     ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
                     help="icount: each instruction takes 2^N ns (default 4)")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="boots at once (default: one per core; an icount boot "
-                         "uses one host thread)")
+    ap.add_argument("--engine", choices=["local", "slurm"], default="local",
+                    help="where boots run: this machine (default), or a Slurm job "
+                         "array (sbatch/squeue of the cluster SLURM_CONF names; the "
+                         "results directory and the cache on a filesystem every "
+                         "node mounts: docs/slurm.md)")
+    ap.add_argument("--jobs", type=int,
+                    help="boots at once (default: local, one per core, as an icount "
+                         "boot uses one host thread; slurm, the partition's CPUs)")
+    ap.add_argument("--partition", help="slurm: the partition (default: the cluster's)")
+    ap.add_argument("--account", help="slurm: the account to charge")
+    ap.add_argument("--time-limit", type=int, metavar="MIN",
+                    help="slurm: minutes a task may run (default: the boot's "
+                         "watchdog plus 5)")
+    ap.add_argument("--retries", type=int, default=bootrunner.RETRIES,
+                    help="times a lost boot (its task killed: scancel, a time limit, "
+                         f"a lost node) runs again, same seed (default {bootrunner.RETRIES})")
+    ap.add_argument("--qemu", default="qemu-system-aarch64", metavar="PATH",
+                    help="the QEMU binary where boots run (default: on PATH)")
     ap.add_argument("--boots", type=int, default=4,
                     help="boots of each counting and control condition (default 4)")
     ap.add_argument("--aa-width", type=int, default=16,
@@ -216,10 +238,15 @@ def parse_args(argv=None):
         ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
                  "a second vCPU)")
     if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
-           args.dose_boots, args.jobs, args.boots, args.aa_width,
+           args.dose_boots, args.jobs or 1, args.time_limit or 1, args.passes or 1, args.boots, args.aa_width,
            args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0 \
-            or args.rr_boots < 0:
-        ap.error("seconds, --smp, --mem, --jobs, widths and boot counts must be positive")
+            or args.rr_boots < 0 or args.retries < 0:
+        ap.error("seconds, --smp, --mem, --jobs, --time-limit, widths and boot counts "
+                 "must be positive, --retries 0 or more")
+    if args.engine == "local" and (args.partition or args.account or args.time_limit):
+        ap.error("--partition, --account and --time-limit go with --engine slurm")
+    if args.passes and (args.clock != "icount" or args.workload != "inode-loop"):
+        ap.error("--passes bounds the walker's boots on icount (--workload inode-loop)")
     if args.rr_boots and args.clock != "icount":
         ap.error("--rr-boots needs --clock icount: QEMU records only instruction time")
     if not 0 < args.power < 0.95:
@@ -243,11 +270,15 @@ def parse_args(argv=None):
 class Experiment:
     """The plan and every boot so far, saved after each boot."""
 
-    def __init__(self, top, args):
+    def __init__(self, top, args, engine, artifacts):
         self.top, self.args = top, args
+        self.engine, self.artifacts = engine, artifacts
+        self.slots = engine.slots
         self.windows = {}       # flavour: a copy of the windows file its boots watch
         self.conds = plan(args)
         self.boots = []
+        self.missing = []           # boots lost on every attempt
+        self.counted = False        # a counting round has been handed out
         self.started = time.monotonic()
         self.aa_boots = None        # planned after the pilot
         self.comparisons = None     # what the plan predicts, after the pilot
@@ -262,8 +293,10 @@ class Experiment:
         """The experiment record (analysis/experiment.py reads it)."""
         a = self.args
         return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
-               "settings": {"clock": a.clock, "shift": a.shift if a.clock == "icount" else None,
-                            "window": design.primary_window(a.clock), "jobs": a.jobs,
+               "missing": self.missing,
+               "settings": {"engine": self.engine.name, "engine_detail": self.engine.describe(),
+                            "retries": a.retries, "clock": a.clock, "shift": a.shift if a.clock == "icount" else None,
+                            "window": design.primary_window(a.clock), "jobs": self.slots,
                             "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
                             "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
                             "plan_dispersion": self.plan_dispersion,
@@ -271,7 +304,7 @@ class Experiment:
                             "plan_power_range": self.power_range,
                             "plan_reestimated": self.reestimated,
                             "loop_instructions": self.loop_insns,
-                            "boot_seconds": a.boot_seconds,
+                            "boot_seconds": a.boot_seconds, "passes": a.passes,
                             "singlestep_seconds": a.singlestep_seconds,
                             "record_seconds": a.record_seconds, "record": a.record,
                             "plan": self.plan(), "margin": a.margin,
@@ -288,10 +321,11 @@ class Experiment:
         os.replace(tmp, self.top / "experiment.json")
 
     def of(self, name):
-        return experiment.boots_of(self.doc(), name)
+        return [b for b in self.boots if b["condition"] == name]
 
-    def counts(self, name):
-        return experiment.counts(self.doc(), name)
+    def tried(self, c):
+        """Boots of c run so far, the ones lost on every attempt included."""
+        return len(self.of(c["name"])) + sum(m["condition"] == c["name"] for m in self.missing)
 
     def plan_from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
@@ -301,10 +335,13 @@ class Experiment:
         predicts them from the pilot, and its simulated power."""
         pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
         if self.comparisons is not None or not pilot_conds or \
-                any(len(self.of(c["name"])) < planning.PILOT_BOOTS for c in pilot_conds):
+                any(self.tried(c) < planning.PILOT_BOOTS for c in pilot_conds):
             return
         a = self.args
         pilot = [b for c in pilot_conds for b in self.of(c["name"])]
+        if not pilot:
+            die(f"every pilot boot was lost, so there is nothing to plan on; "
+                f"what was recorded is in {self.top}")
         phi, df, source = a.dispersion
         prior = verdict.Fit(phi, phi * df, df) if df else None
         aa, self.pilot_fit = planning.plan_aa([(b["failures_total"], b["calls"]) for b in pilot],
@@ -323,12 +360,16 @@ class Experiment:
 
         window, off = predict("counting", "gcc49-exact"), 0.0
         control = predict("control", "gcc49")
-        # (what, failures a boot in a and b, boots, verdict, source)
-        cases = [("gcc49-exact/off", window, off, a.boots, "differs", "the model"),
-                 ("width 1/gcc49-exact", control, window, a.boots, "differs", "the model")]
+        names = [by_kind[k]["name"] for k in (("counting", "gcc49-exact"),
+                                              ("counting", "off"), ("control", "gcc49"))]
+        # (what, its conditions, failures a boot in a and b, boots, verdict, source)
+        cases = [("gcc49-exact/off", names[:2], window, off, a.boots, "differs", "the model"),
+                 ("width 1/gcc49-exact", [names[2], names[0]], control, window, a.boots,
+                  "differs", "the model")]
         if len(a.flavours) == 2:
             self.aa_boots = aa["boots"]
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
+                          [c["name"] for c in self.conds if c["kind"] == "aa"],
                           measured, measured, self.aa_boots, "equivalent",
                           "the pilot's, measured"))
             self.power_range = [
@@ -341,13 +382,26 @@ class Experiment:
         # a boot says little of spread at 16 to 50.
         point = planning.combine(self.pilot_fit, prior).scale()
         self.comparisons = []
-        for what, mean_a, mean_b, boots, want, source in cases:
-            got = calibration.power(mean_a, mean_b, boots, phi if want == "equivalent" else point,
-                                    a.margin, a.seed)
+        for what, conds, mean_a, mean_b, boots, want, source in cases:
+            spread = phi if want == "equivalent" else point
+            got = calibration.power(mean_a, mean_b, boots, spread, a.margin, a.seed)
             self.comparisons.append({
-                "what": what, "boots": boots, "per_boot": [mean_a, mean_b],
+                "what": what, "conditions": conds, "boots": boots, "per_boot": [mean_a, mean_b],
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
-                "verdict": want, "power": got[0] if want == "differs" else got[1]})
+                "verdict": want, "phi": spread, "power": got[0] if want == "differs" else got[1]})
+
+    def power_got(self):
+        """Where a comparison got fewer boots than planned (boots lost on
+        every attempt, or the budget): its power at the boots it has, as
+        the plan computed it (a pair needs two boots for a spread)."""
+        for p in self.comparisons or []:
+            got = min(len(self.of(n)) for n in p["conditions"])
+            if got >= p["boots"]:
+                continue
+            power = calibration.power(*p["per_boot"], got, p["phi"], self.args.margin,
+                                      self.args.seed) if got >= 2 else (0.0, 0.0)
+            p["got"] = {"boots": got,
+                        "power": power[0] if p["verdict"] == "differs" else power[1]}
 
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
@@ -392,15 +446,6 @@ class Experiment:
         """{condition: boots} as fixed so far."""
         return {c["name"]: self.planned(c) for c in self.conds}
 
-    def due(self):
-        """The boots of the next round: the whole pilot first, then one of
-        every condition the plan still wants."""
-        pilot = [(c, planning.PILOT_BOOTS - len(self.of(c["name"]))) for c in self.conds
-                 if c["kind"] == "pilot"]
-        if any(left > 0 for _, left in pilot):
-            return [c for c, left in pilot for _ in range(left)]
-        return [c for c in self.conds if len(self.of(c["name"])) < self.planned(c)]
-
     def plan_text(self):
         """The plan as the demo prints it before the first counting boot."""
         plan = self.plan()
@@ -440,38 +485,91 @@ class Experiment:
             return done[-1]["wall_seconds"]
         return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
 
-    def run_round(self, due, rnd):
-        """Boots of one round, --jobs at a time, started in the shuffled
-        order; a round's records are saved in that order once it ends."""
-        seen = {}
-        numbered = []
-        for slot, c in enumerate(due, 1):
-            seen[c["name"]] = seen.get(c["name"], len(self.of(c["name"]))) + 1
-            numbered.append((slot, c, seen[c["name"]]))
-        futures = []
+    def batch(self, rng):
+        """The boots to run before the plan can change again, as rounds
+        (one boot of every condition still short, in an order shuffled
+        with rng): the whole pilot; else rounds until the A/A's blinded
+        look (both flavours at its midpoint) or the plan's end, as many as
+        the budget allows (the first counting round always runs).
+        (rounds [[(condition, n)]], whether the budget cut the plan)."""
+        pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
+                 if c["kind"] == "pilot"]
+        if any(left > 0 for _, left in pilot):
+            due = [(c, self.tried(c) + i + 1) for c, left in pilot for i in range(left)]
+            rng.shuffle(due)
+            return [due], False
+        have = {c["name"]: self.tried(c) for c in self.conds}
+        aa = [c for c in self.conds if c["kind"] == "aa"]
+        look = planning.midpoint(self.aa_boots) if aa and self.aa_boots and \
+            self.reestimated is None else None
+        rounds, seconds = [], 0.0
+        while True:
+            due = [c for c in self.conds if have[c["name"]] < self.planned(c)]
+            if not due:
+                return rounds, False
+            cost = sum(self.estimate(c) for c in due)
+            ahead = (seconds + cost) / min(self.slots, sum(map(len, rounds)) + len(due))
+            if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
+                print(f"demo: another round would pass the {self.args.budget:g}-minute "
+                      f"budget, which cuts the plan short: "
+                      f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
+                return rounds, True
+            seconds += cost
+            for c in due:
+                have[c["name"]] += 1
+            due = [(c, have[c["name"]]) for c in due]
+            rng.shuffle(due)
+            rounds.append(due)
+            self.counted = True
+            if look and all(have[c["name"]] >= look for c in aa):
+                return rounds, False
+
+    def run_batch(self, rounds, first):
+        """The rounds' boots, handed to the engine in round order; each is
+        recorded (and experiment.json saved) as it finishes.  first is the
+        first round's number."""
+        boots, where = [], {}
+        for rnd, due in enumerate(rounds, first):
+            for slot, (c, n) in enumerate(due, 1):
+                boot = self.boot_spec(c, n)
+                boots.append(boot)
+                where[id(boot)] = (c, n, rnd, slot)
+        finished = []
+
+        def record(outcome):
+            c, n, rnd, slot = where[id(outcome.boot)]
+            finished.append(outcome)
+            if outcome.lost:
+                self.missing.append({
+                    "condition": c["name"], "dir": outcome.boot.out.name, "round": rnd,
+                    "slot": slot, "phase_seed": self.phase_seed(c, n)
+                    if c["clock"] == "icount" else None,
+                    "attempts": outcome.attempts, "reason": outcome.reason})
+                self.save()
+                print(f"demo: [{rnd}.{slot}] {outcome.boot.out.name}: MISSING after "
+                      f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
+                return
+            if outcome.returncode != 0:
+                self.save()
+                die(f"boot {outcome.boot.out.name} failed: {outcome.reason or f'run.py exited {outcome.returncode}'}; "
+                    f"everything recorded so far is in {self.top}")
+            b = self.record(c, rnd, slot, outcome)
+            self.boots.append(b)
+            self.boots.sort(key=lambda x: (x["round"], x["slot"]))
+            self.save()
+            print(f"demo: [{rnd}.{slot}] {b['dir']}: {b['failures_total']} checksum "
+                  f"failures in {b['calls']} calls, {b['wall_seconds']:.0f} s wall"
+                  + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""),
+                  flush=True)
 
         def status():
-            return f"round {rnd}: {sum(f.done() for f in futures)} of {len(due)} boots done"
-        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool, \
-                heartbeat("demo", status, stream=sys.stdout):
-            futures += [pool.submit(self.boot, c, n, rnd, slot) for slot, c, n in numbered]
-            done, failed = [], False
-            for f in futures:
-                try:
-                    b = f.result()
-                except SystemExit:      # boot() said why in one line
-                    failed = True
-                    continue
-                done.append(b)
-                print(f"demo: [{rnd}.{b['slot']}] {b['dir']}: {b['failures_total']} "
-                      f"checksum failures in {b['calls']} calls, "
-                      f"{b['wall_seconds']:.0f} s wall", flush=True)
-        self.boots.extend(done)
+            return f"{len(finished)} of {len(boots)} boots done"
+        with heartbeat("demo", status, stream=sys.stdout):
+            bootrunner.run(self.engine, boots, self.args.retries, record,
+                           say=lambda line: print(f"demo: {line}", flush=True))
         self.plan_from_pilot()
         self.reestimate()
         self.save()
-        if failed:
-            sys.exit(1)
 
     def phase_seed(self, c, n):
         """The phase seed of the n-th boot of every condition: paired
@@ -496,56 +594,58 @@ class Experiment:
                 words.append(f"chkwin.loader=-F,{c['sample_hz']}")
         return " ".join(words)
 
-    def command(self, c, n):
-        """The run.py command of the n-th boot of c: self-contained (kernel,
-        settings, phase seed), its results in its own directory."""
+    def boot_spec(self, c, n):
+        """The n-th boot of c: run.py's flags, self-contained (the kernel,
+        disk and files the boot reads, its settings and phase seed, so a
+        batch node builds nothing), its results in a directory of its own."""
         out = self.top / f"{c['name']}-{n}"
         scenario = "record" if c["kind"] in ("recorded", "rate") else self.args.workload
         smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
                                                  else self.args.smp)
-        cmd = [PY, str(REPO / "guest/run.py"), "--flavour", c["flavour"],
-               "--scenario", scenario, "--duration", str(self.seconds(c)),
-               "--smp", str(smp), "--mem", str(self.args.mem),
-               "--append", self.append(c), "--out", str(out)]
+        art = self.artifacts
+        kernel = art.kernel(c["flavour"])
+        flags = ["--flavour", c["flavour"], "--kernel", str(kernel),
+                 "--initramfs", str(art.initramfs), "--disk", str(art.disk),
+                 "--qemu", self.args.qemu,
+                 "--scenario", scenario, "--duration", str(self.seconds(c)),
+                 "--smp", str(smp), "--mem", str(self.args.mem),
+                 "--append", self.append(c)]
+        files = [kernel, kernel.parent / "config", art.initramfs, art.disk]
         if c["singlestep"]:
-            cmd.append("--singlestep")
+            flags.append("--singlestep")
         # Counting boots run no tracer: no windows disk, the guest's
         # devices as they were when the plan's figures were measured.
         if c["kind"] not in ("recorded", "rate"):
-            cmd.append("--no-lab-windows")
+            flags.append("--no-lab-windows")
+        elif c["flavour"] in self.windows:
+            flags += ["--lab-windows", str(self.windows[c["flavour"]])]
+            files.append(self.windows[c["flavour"]])
         if c["clock"] == "icount":
-            cmd += ["--clock", "icount", "--shift", str(self.args.shift),
-                    "--phase-seed", str(self.phase_seed(c, n))]
+            flags += ["--clock", "icount", "--shift", str(self.args.shift),
+                      "--phase-seed", str(self.phase_seed(c, n))]
+            if self.args.passes and scenario == "inode-loop":
+                flags += ["--passes", str(self.args.passes)]
             if c["kind"] == "counting" and n <= self.args.rr_boots:
-                cmd.append("--record-replay")
-        return out, cmd
+                flags.append("--record-replay")
+        limit = run_py.watchdog_seconds(self.seconds(c), c["singlestep"], c["clock"],
+                                        self.args.shift)
+        return bootrunner.Boot(out, flags, self.args.mem, limit, tuple(files))
 
-    def boot(self, c, n, rnd, slot):
-        """Run the n-th boot of c; its record (not yet added: boots of a
-        round finish in any order and are added in the round's order)."""
-        out, cmd = self.command(c, n)
-        seconds = self.seconds(c)
-        start = time.monotonic()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-        wall = time.monotonic() - start
-        if proc.returncode != 0:
-            lines = proc.stderr.strip().splitlines()
-            die(f"boot {out.name} failed: "
-                f"{lines[-1] if lines else f'run.py exited {proc.returncode}'}; "
-                f"everything recorded so far is in {self.top}")
-        status = json.loads((out / "status.json").read_text())
+    def record(self, c, rnd, slot, outcome):
+        """A finished boot's record in experiment.json."""
+        out, status = outcome.boot.out, outcome.status
         if status["checksum_calls"] is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
         b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
-             "guest_seconds": seconds, "wall_seconds": round(wall, 1),
+             "guest_seconds": self.seconds(c), "wall_seconds": outcome.wall_seconds,
              "calls": status["checksum_calls"], "kernel": status["kernel"],
              "failures": status["checksum_failures"],
              "failures_total": status["checksum_failures_total"],
              "clock": status["clock"], "phase_seed": status["phase_seed"],
              "interrupts": status["interrupts"],
-             "record_replay": bool(status["clock"].get("record_replay"))}
+             "record_replay": bool(status["clock"].get("record_replay")),
+             "host": outcome.host, "attempts": outcome.attempts}
         if c["kind"] == "rate":
             result = status.get("chkwin")
             if not result:
@@ -561,55 +661,89 @@ class Experiment:
         return time.monotonic() - self.started
 
 
-def kernel_loop_instructions(flavour):
-    """Instructions of one pass of the window loop of the flavour's lab
-    kernel (built if it is not cached), counted from its System.map."""
-    kernel = helper_output("kbuild.py", "--flavour", flavour, "--print-dir")
-    loop = model.loop_instructions(pathlib.Path(kernel) / "System.map")
+class Artifacts:
+    """What every boot reads, built (or found in the cache) once, here,
+    before any boot runs: the flavours' kernels, the initramfs and the test
+    disk.  Boots name them, so a batch node only reads the cache."""
+
+    def __init__(self, flavours):
+        self.kernel_dirs = {f: pathlib.Path(helper_output("kbuild.py", "--flavour", f,
+                                                          "--print-dir"))
+                            for f in flavours}
+        self.initramfs = pathlib.Path(helper_output("initramfs.py", "--print-path"))
+        self.disk = pathlib.Path(helper_output("testdisk.py", "--print-path"))
+
+    def kernel(self, flavour):
+        return self.kernel_dirs[flavour] / "Image"
+
+
+def loop_instructions(kernel_dir):
+    """Instructions of one pass of the window loop of a lab kernel,
+    counted from its System.map."""
+    loop = model.loop_instructions(pathlib.Path(kernel_dir) / "System.map")
     if loop is None:
         die("the kernel's System.map has no ext4_chksum_gcc49_window labels "
             "(not a chkwin kernel with the window patch?)")
     return loop
 
 
+def make_engine(args, top):
+    """The engine the boots run on, checked before anything runs."""
+    if args.engine == "slurm":
+        return SlurmEngine(top / "slurm", args.partition, args.account, args.time_limit,
+                           args.jobs, args.qemu)
+    return bootrunner.LocalEngine(args.jobs or os.cpu_count() or 1, args.qemu)
+
+
 def run(args):
     top = new_run_dir(args.results)
-    exp = Experiment(top, args)
-    exp.loop_insns = kernel_loop_instructions(args.flavours[0])
-    # Every boot's chkwin watches what stackscan finds in its own kernel
-    # (guest/run.py passes it); the report names those windows.
+    flavours = sorted({c["flavour"] for c in plan(args)})
+    artifacts = Artifacts(flavours)
+    engine = make_engine(args, top)
+    exp = Experiment(top, args, engine, artifacts)
+    exp.loop_insns = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
+    # Every boot's chkwin watches what stackscan finds in its own kernel;
+    # the report names those windows.
     for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] == "recorded"}):
-        kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", flavour, "--print-dir"))
-        exp.windows[flavour] = kernelwindows.copy_to(kdir / "vmlinux", top, f"{flavour}.windows")
+        exp.windows[flavour] = kernelwindows.copy_to(
+            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows")
+    exp.save()
+    # Every kernel, disk and file a boot reads, checked where it will run.
+    engine.check([exp.boot_spec(c, 1) for c in exp.conds])
+    exp.slots = engine.slots
     exp.save()
     rng = random.Random(args.seed)
-    print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}",
-          flush=True)
-    rnd = counted = 0
+    print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}; "
+          f"boots on {engine.describe()}", flush=True)
+    rnd = 0
     planned = False
-    while True:
-        if not planned and exp.fixed():
-            planned = True
-            exp.save()
-            print(f"demo: the plan, fixed before the first counting boot: "
-                  f"{exp.plan_text()}", flush=True)
-        due = exp.due()
-        if not due:
-            break
-        left = sum(exp.estimate(c) for c in due) / min(args.jobs, len(due))
-        # The first counting round always runs: every condition gets a boot.
-        if counted and exp.elapsed() + left > args.budget * 60:
-            print(f"demo: another round would pass the {args.budget:g}-minute "
-                  f"budget, which cuts the plan short: "
-                  f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
-            break
-        rnd += 1
-        pilot = all(c["kind"] == "pilot" for c in due)
-        counted += not pilot
-        rng.shuffle(due)
-        print(f"demo: round {rnd}{' (the pilot)' if pilot else ''}: {len(due)} boots, "
-              f"about {left / 60:.1f} min; {exp.elapsed() / 60:.1f} min so far", flush=True)
-        exp.run_round(due, rnd)
+    try:
+        while True:
+            if not planned and exp.fixed():
+                planned = True
+                exp.save()
+                print(f"demo: the plan, fixed before the first counting boot: "
+                      f"{exp.plan_text()}", flush=True)
+            rounds, cut = exp.batch(rng)
+            if not rounds:
+                break
+            boots = sum(map(len, rounds))
+            pilot = all(c["kind"] == "pilot" for due in rounds for c, _ in due)
+            left = sum(exp.estimate(c) for due in rounds for c, _ in due) / \
+                min(exp.slots, boots)
+            which = f"round {rnd + 1}" if len(rounds) == 1 else \
+                f"rounds {rnd + 1}-{rnd + len(rounds)}"
+            print(f"demo: {which}{' (the pilot)' if pilot else ''}: {boots} boots, "
+                  f"about {left / 60:.1f} min; {exp.elapsed() / 60:.1f} min so far",
+                  flush=True)
+            exp.run_batch(rounds, rnd + 1)
+            rnd += len(rounds)
+            if cut:
+                break
+    finally:
+        engine.close()
+    exp.power_got()
+    exp.save()
     walk_recorded(top, exp.boots)
     return top
 

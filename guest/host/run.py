@@ -41,6 +41,7 @@ import json
 import pathlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -114,7 +115,7 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
     if args.append:
         append += " " + args.append
     machine = "virt,dtb-randomness=off" if args.clock == "icount" else "virt"
-    cmd = ["qemu-system-aarch64", "-M", machine, "-cpu", "cortex-a72",
+    cmd = [args.qemu, "-M", machine, "-cpu", "cortex-a72",
            "-smp", str(args.smp), "-m", str(args.mem), "-nographic",
            "-no-reboot", "-monitor", "none",
            "-kernel", str(kernel), "-append", append,
@@ -160,6 +161,18 @@ def icount_sleep(args):
     except when recording, which hangs at the first disk read with
     sleep=off in QEMU 7.2 (docs/replay.md)."""
     return args.record_replay
+
+
+def watchdog_seconds(duration, singlestep, clock, shift):
+    """Wall seconds before a boot of duration guest seconds counts as hung."""
+    # TCG is slow, and -singlestep (a block per instruction) slower again,
+    # booting included; under icount a guest second is 10^9 / 2^N
+    # instructions, whose wall time grows as the shift falls (shift 4:
+    # about 0.4 s wall).
+    slower = 10 if singlestep else 1
+    if clock == "icount":
+        slower *= max(1, 16 // 2 ** shift)
+    return (4 * duration + 120) * slower
 
 
 def kernel_hz(kernel):
@@ -298,6 +311,12 @@ def parse_args():
     ap.add_argument("--guest-file", type=pathlib.Path, action="append", default=[],
                     metavar="PATH", help="make PATH /tmp/host/<its name> in the guest "
                     "(a windows file for chkwin --windows, say); repeatable")
+    ap.add_argument("--lab-windows", type=pathlib.Path, metavar="PATH",
+                    help="the lab kernel's windows file, already made (a batch task "
+                         "names it: a node never builds); default: stackscan's for "
+                         "the kernel's vmlinux, from the cache")
+    ap.add_argument("--qemu", default="qemu-system-aarch64", metavar="PATH",
+                    help="the QEMU binary (default: qemu-system-aarch64 on PATH)")
     ap.add_argument("--no-lab-windows", action="store_true",
                     help="a lab kernel boots without its windows file "
                          "(lab.windows: what stackscan finds in its vmlinux, "
@@ -388,19 +407,19 @@ def main():
         if kernelwindows.GUEST_NAME in (p.name for p in passed):
             die(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the lab kernel's "
                 "own windows file (rename yours, or pass --no-lab-windows)")
-        # Through the helper, whose cache lines stay out of our stderr.
-        passed.append(kernelwindows.copy_from(
-            helper_output("kernelwindows.py", str(vmlinux)), args.out))
+        if args.lab_windows:
+            if not args.lab_windows.is_file():
+                die(f"--lab-windows {args.lab_windows}: no such file")
+            shutil.copyfile(args.lab_windows, args.out / kernelwindows.GUEST_NAME)
+            passed.append(args.out / kernelwindows.GUEST_NAME)
+        else:
+            # Through the helper, whose cache lines stay out of our stderr.
+            passed.append(kernelwindows.copy_from(
+                helper_output("kernelwindows.py", str(vmlinux)), args.out))
     cmd = qemu_command(args, kernel, boot, disk, args.out, guest_files(passed, args.out))
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
-    # TCG is slow, and -singlestep (a block per instruction) slower again,
-    # booting included;
-    # under icount a guest second is 10^9 / 2^N instructions, whose wall
-    # time grows as the shift falls (shift 4: about 0.4 s wall).
-    slower = 10 if args.singlestep else 1
-    if args.clock == "icount":
-        slower *= max(1, 16 // 2 ** args.shift)
-    timeout = args.timeout or (4 * args.duration + 120) * slower
+    timeout = args.timeout or watchdog_seconds(args.duration, args.singlestep,
+                                               args.clock, args.shift)
 
     ending, qemu_exit, wall = boot_qemu(cmd, console, args.out, timeout)
     text = console.text()
@@ -436,8 +455,7 @@ def boot_qemu(cmd, console, out, timeout):
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                     stdout=qemu_log, stderr=qemu_log)
         except FileNotFoundError:
-            die("qemu-system-aarch64 not found: install qemu-system-arm "
-                "(make deps)")
+            die(f"{cmd[0]} not found: install qemu-system-arm (make deps)")
         try:
             ending = watch(proc, console, timeout)
         finally:

@@ -1,0 +1,174 @@
+"""The one way the lab runs many boots: hand them to an engine, retry the
+ones that were lost, collect each boot's result.
+
+A boot is guest/run.py's flags and a result directory, published whole by
+guest/host/boottask.py (written aside, renamed when run.py ends).  An
+engine runs boots and says, for each, whether it published a result or
+was lost on the way and why (its task killed: a lost node, scancel, a
+time limit).  Lost boots are run again with the same flags (so the same
+phase seed) up to `retries` more times, then reported with their reason;
+a boot that ran and failed (a hung or panicked guest) is a result, not a
+loss: the same seed would fail the same way.
+
+Engines: LocalEngine here (one boot a core on this machine) and
+guest/host/slurmengine.SlurmEngine (a Slurm job array).
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+
+from guest.host.boottask import RESULT
+from guest.host.cachedir import die
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PY = "/usr/bin/python3"
+# Attempts beyond the first for a boot whose task was lost.
+RETRIES = 2
+# What a boot's QEMU uses beyond the guest's memory (MiB).
+QEMU_MEM_MB = 512
+
+
+@dataclasses.dataclass
+class Boot:
+    """A boot to run: guest/run.py's flags (without --out) and where its
+    result goes; mem_mb and wall_limit (seconds, run.py's watchdog) size
+    a batch task; files are what the flags name (checked on each node)."""
+    out: pathlib.Path
+    flags: list
+    mem_mb: int = 1024
+    wall_limit: float = None
+    files: tuple = ()
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What became of a boot: run.py's exit status, its one-line reason
+    when it failed, status.json, where it ran; returncode None when every
+    attempt was lost (reason then says how the last one was)."""
+    boot: Boot
+    returncode: int
+    reason: str
+    status: dict
+    stderr: list
+    host: str
+    attempts: int
+    wall_seconds: float
+
+    @property
+    def lost(self):
+        return self.returncode is None
+
+
+def result(boot, attempts):
+    """The Outcome of a boot whose result directory was published."""
+    task = json.loads((boot.out / RESULT).read_text())
+    status_path = boot.out / "status.json"
+    status = json.loads(status_path.read_text()) if status_path.exists() else None
+    return Outcome(boot, task["returncode"], task["reason"], status, task["stderr"],
+                   task["host"], attempts, task["wall_seconds"])
+
+
+class LocalEngine:
+    """Boots on this machine, `jobs` at a time (an icount boot is one
+    host thread)."""
+
+    name = "local"
+
+    def __init__(self, jobs, qemu="qemu-system-aarch64"):
+        self.slots = jobs
+        self.qemu = qemu
+        self._pool = concurrent.futures.ThreadPoolExecutor(jobs)
+        self._running = {}
+        self._procs = set()
+        self._lock = threading.Lock()
+        self._cancelled = False
+
+    def describe(self):
+        return f"this machine, {self.slots} boot{'s' if self.slots != 1 else ''} at a time"
+
+    def check(self, boots):
+        if shutil.which(self.qemu) is None:
+            die(f"{self.qemu} not found: install qemu-system-arm (make deps)")
+        for path in {p for b in boots for p in b.files}:
+            if not pathlib.Path(path).is_file():
+                die(f"{path}: no such file (a boot names it)")
+
+    def _one(self, boot):
+        if self._cancelled:
+            return "cancelled before it started"
+        proc = subprocess.Popen([PY, str(REPO / "guest/boottask.py"), "--out", str(boot.out),
+                                 "--", *boot.flags], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        with self._lock:
+            self._procs.add(proc)
+        _, err = proc.communicate()
+        with self._lock:
+            self._procs.discard(proc)
+        if (boot.out / RESULT).exists():
+            return None
+        lines = err.strip().splitlines()
+        if lines:
+            return lines[-1]
+        if proc.returncode < 0:
+            return f"the task was killed by signal {-proc.returncode}"
+        return f"the task exited {proc.returncode} without a result"
+
+    def submit(self, boots):
+        for boot in boots:
+            self._running[self._pool.submit(self._one, boot)] = boot
+
+    def wait(self):
+        """[(boot, None or why it was lost)] of boots that ended, once one has."""
+        done, _ = concurrent.futures.wait(self._running,
+                                          return_when=concurrent.futures.FIRST_COMPLETED)
+        return [(self._running.pop(f), f.result()) for f in done]
+
+    def cancel(self):
+        self._cancelled = True
+        with self._lock:
+            for proc in self._procs:
+                proc.send_signal(signal.SIGTERM)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+
+def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
+    """Run boots on engine, retrying lost ones; their Outcomes in the
+    boots' order.  on_outcome(outcome) is called as each is final (the
+    caller records it at once: a killed run keeps what it did); say(line)
+    reports retries.  Interrupted, the engine's boots are cancelled."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    attempts = {id(b): 1 for b in boots}
+    final = {}
+    try:
+        engine.submit(boots)
+        while len(final) < len(boots):
+            again = []
+            for boot, lost in engine.wait():
+                n = attempts[id(boot)]
+                if lost is not None and n <= retries:
+                    say(f"boot {boot.out.name} lost ({lost}); run again with the same "
+                        f"flags, attempt {n + 1} of {retries + 1}")
+                    attempts[id(boot)] = n + 1
+                    again.append(boot)
+                    continue
+                outcome = result(boot, n) if lost is None else \
+                    Outcome(boot, None, lost, None, [], "", n, 0.0)
+                final[id(boot)] = outcome
+                if on_outcome:
+                    on_outcome(outcome)
+            if again:
+                engine.submit(again)
+    except BaseException:
+        engine.cancel()
+        raise
+    return [final[id(b)] for b in boots]
