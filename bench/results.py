@@ -44,6 +44,7 @@ BENCHES = {
     "clock": ["bench.clock_bench"],
     "calibration": ["bench.calibration_bench"],
     "replay": ["bench.replay_bench"],
+    "engine": ["bench.engine_bench"],
 }
 
 

@@ -3,7 +3,7 @@ icount clock (its default).
 
 A pilot of two boots (the loop at width 16, which plans the run and
 enters no verdict), then counting boots of 20 walker passes (about 28
-guest seconds, at most 40: tests/boots.py's short_demo) (unpatched gcc49-exact, the positive
+guest seconds, at most 60: tests/boots.py's short_demo) (unpatched gcc49-exact, the positive
 control (the loop of width 1) and off, four times each, as the plan printed
 before the first counting boot says, with the power the model predicts) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
@@ -184,7 +184,9 @@ def test_report_rebuilds_offline(demo, tmp_path):
 def test_bad_flags_are_one_line_errors(tmp_path):
     for bad in (["--flavours", "nosuch"], ["--margin", "2"], ["--widths", "0"],
                 ["--smp", "2"], ["--clock", "wall"], ["--shift", "11"], ["--jobs", "0"],
-                ["--power", "1"], ["--power", "0.95"],
+                ["--power", "1"], ["--power", "0.95"], ["--engine", "pbs"],
+                ["--partition", "short"], ["--retries", "-1"], ["--passes", "0"],
+                ["--clock", "host", "--passes", "5"], ["--time-limit", "0"],
                 ["--plan-from", str(tmp_path / "nosuch")],
                 ["--clock", "host", "--plan-from", str(REPO)]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,

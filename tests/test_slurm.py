@@ -4,8 +4,11 @@ and slurmd, config and state in a temporary directory, stopped by their
 pids afterwards).
 
 tests/boots.py's short demo runs again with --engine slurm: its walker
-boots end after 20 passes, so each phase seed makes the same checksum
-calls on either engine, and the decisions (the window and the positive
+boots end after 20 passes, so each phase seed makes the same walker
+passes on either engine and, in boots without a failure, the same
+checksum calls (a directory inode that fails its checksum hides its
+subtree from that pass, and failures follow the disk's interrupts, which
+arrive by the host's clock), and the decisions (the window and the positive
 control, sized in tests/test_demo.py to be decided) must be the local
 run's.  One array task is cancelled while it boots; the run must finish
 with that boot run again on the same seed, and nothing missing.  A Slurm
@@ -71,7 +74,7 @@ def running_tasks(env):
 @pytest.fixture(scope="module")
 def slurm_demo(cluster, tmp_path_factory):
     """The short demo through Slurm, one task cancelled mid-boot: (the
-    process, experiment.json, the task id cancelled)."""
+    process, experiment.json, the task ids cancelled, the run directory)."""
     results = tmp_path_factory.mktemp("slurm-results")
     cancelled = []
 
@@ -91,25 +94,37 @@ def slurm_demo(cluster, tmp_path_factory):
     proc = lab_demo(cluster, results, *boots.SHORT_DEMO, "--engine", "slurm")
     canceller.join()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    doc = json.loads(((results / "latest").resolve() / "experiment.json").read_text())
-    return proc, doc, cancelled
+    top = (results / "latest").resolve()
+    return proc, json.loads((top / "experiment.json").read_text()), cancelled, top
 
 
 def test_each_seed_makes_the_local_engines_calls(slurm_demo, tmp_path_factory):
-    _, doc, _ = slurm_demo
-    local = boots.short_demo(tmp_path_factory)[3]
+    _, doc, _, top = slurm_demo
+    _, _, local_top, local = boots.short_demo(tmp_path_factory)
     assert doc["settings"]["engine"] == "slurm" and local["settings"]["engine"] == "local"
     kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
 
-    def calls(d):
-        return {(b["condition"], b["phase_seed"]): b["calls"] for b in d["boots"]
-                if kinds[b["condition"]] != "recorded"}
-    assert calls(doc) == calls(local)
-    assert len(calls(doc)) == 14
+    def calls(d, where):
+        """{(condition, seed): (calls, failures, walker passes)}."""
+        return {(b["condition"], b["phase_seed"]): (
+                    b["calls"], b["failures_total"],
+                    boots.Run(None, where / b["dir"]).fields("passes"))
+                for b in d["boots"] if kinds[b["condition"]] != "recorded"}
+    here, there = calls(doc, top), calls(local, local_top)
+    assert here.keys() == there.keys() and len(here) == 14
+    exact = 0
+    for key, (n, failed, passes) in here.items():
+        m, failed_there, passes_there = there[key]
+        assert passes == passes_there == ["20"], key
+        if failed == failed_there == 0:
+            assert n == m, key
+            exact += 1
+    # The window's off boots at least.
+    assert exact >= 4
 
 
 def test_the_decisions_are_the_local_engines(slurm_demo, tmp_path_factory):
-    _, doc, _ = slurm_demo
+    doc = slurm_demo[1]
     local = boots.short_demo(tmp_path_factory)[3]
 
     def decided(d):
@@ -120,7 +135,7 @@ def test_the_decisions_are_the_local_engines(slurm_demo, tmp_path_factory):
 
 
 def test_a_cancelled_task_runs_again_on_its_seed(slurm_demo):
-    proc, doc, cancelled = slurm_demo
+    proc, doc, cancelled, _ = slurm_demo
     assert len(cancelled) == 1, "no task was seen two to five seconds into its boot"
     lost = re.findall(r"^demo: boot (\S+) lost \(CANCELLED.*\); run again with the same "
                       r"flags, attempt 2 of 3$", proc.stdout, re.M)

@@ -17,6 +17,7 @@ guest/host/slurmengine.SlurmEngine (a Slurm job array).
 import concurrent.futures
 import dataclasses
 import json
+import os
 import pathlib
 import shutil
 import signal
@@ -103,9 +104,12 @@ class LocalEngine:
     def _one(self, boot):
         if self._cancelled:
             return "cancelled before it started"
+        # A session of its own: cancel() ends the task with its run.py and
+        # QEMU, and a ^C meant for the runner reaches them only through it.
         proc = subprocess.Popen([PY, str(REPO / "guest/boottask.py"), "--out", str(boot.out),
                                  "--", *boot.flags], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
         with self._lock:
             self._procs.add(proc)
         _, err = proc.communicate()
@@ -134,7 +138,10 @@ class LocalEngine:
         self._cancelled = True
         with self._lock:
             for proc in self._procs:
-                proc.send_signal(signal.SIGTERM)
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self):

@@ -56,8 +56,12 @@ def killed_from_outside(part):
 def run_boot(out, flags, tag):
     out = pathlib.Path(out)
     part = part_dir(out, tag)
+    if published(out):
+        return
     if part.exists():
         die(f"{part} exists: a task with tag {tag} already ran here")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        die(f"{out} exists and is not empty: nothing recorded there is overwritten")
     start = time.monotonic()
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(part)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -76,11 +80,22 @@ def run_boot(out, flags, tag):
         "wall_seconds": round(time.monotonic() - start, 1)})
     try:
         os.replace(part, out)
-    except OSError:
-        # OUT holds another attempt's result already (a requeued task
-        # that also finished): that one stands; this one stays aside.
+    except OSError as e:
+        if not (out / RESULT).is_file():
+            die(f"cannot publish {part} as {out}: {e.strerror}")
+        # Another attempt published first (one the runner thought lost):
+        # that result stands; this one stays aside.
         print(f"boottask: {out} was published by another attempt; this one is "
               f"in {part}", file=sys.stderr)
+
+
+def published(out):
+    """Whether out holds a boot's published result already; said on
+    stderr, as a task that finds one has nothing to do."""
+    if (out / RESULT).is_file():
+        print(f"boottask: {out} holds a published result already", file=sys.stderr)
+        return True
+    return False
 
 
 def check_node(qemu, files):

@@ -238,7 +238,8 @@ def parse_args(argv=None):
         ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
                  "a second vCPU)")
     if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
-           args.dose_boots, args.jobs or 1, args.time_limit or 1, args.passes or 1, args.boots, args.aa_width,
+           args.dose_boots, *(v for v in (args.jobs, args.time_limit, args.passes)
+                              if v is not None), args.boots, args.aa_width,
            args.max_aa_boots) <= 0 or args.record_seconds < 0 or args.sample_hz < 0 \
             or args.rr_boots < 0 or args.retries < 0:
         ap.error("seconds, --smp, --mem, --jobs, --time-limit, widths and boot counts "
