@@ -32,6 +32,7 @@ from analysis import correlate
 from analysis import model
 from analysis import verdict
 from analysis import walks
+from guest.host import bootrunner
 from guest.host import recordreplay
 from bench.section import print_section
 
@@ -41,16 +42,25 @@ SHIFT = 4
 
 
 def boot(out, seed, seconds, append, record, scenario="inode-loop"):
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", "unpatched", "--scenario",
-           scenario, "--clock", "icount", "--shift", str(SHIFT), "--phase-seed", str(seed),
-           "--duration", str(seconds), "--append", append, "--out", str(out)]
-    if record:
-        cmd.append("--record-replay")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"replay_bench: error: boot {out.name}: "
-                 f"{(proc.stderr.strip().splitlines() or ['exit %d' % proc.returncode])[-1]}")
-    return json.loads((out / "status.json").read_text())
+    """One of the bench's boots, for boots()."""
+    flags = ["--flavour", "unpatched", "--scenario", scenario, "--clock", "icount",
+             "--shift", str(SHIFT), "--phase-seed", str(seed), "--duration", str(seconds),
+             "--append", append]
+    return bootrunner.Boot(out, flags + (["--record-replay"] if record else []))
+
+
+def boots(specs):
+    """The boots of specs (boot()'s arguments), two at a time through the
+    lab's boot runner; their status.json dicts in order."""
+    engine = bootrunner.LocalEngine(2)
+    try:
+        outcomes = bootrunner.run(engine, [boot(*spec) for spec in specs])
+    finally:
+        engine.close()
+    for o in outcomes:
+        if o.returncode != 0:
+            sys.exit(f"replay_bench: error: boot {o.boot.out.name}: {o.reason}")
+    return [o.status for o in outcomes]
 
 
 def replay(run, *extra):
@@ -59,12 +69,10 @@ def replay(run, *extra):
     return proc
 
 
-def pool(jobs):
+def replays(runs):
+    """guest/replay.py of each run, two at a time: the processes."""
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
-        return list(ex.map(lambda job: job[0](*job[1:]), jobs))
-
-
-
+        return list(ex.map(replay, runs))
 
 
 def predicted(status, window, width):
@@ -73,17 +81,16 @@ def predicted(status, window, width):
 
 def cost_and_rates(top, seeds, seconds, margin):
     append = "ext4.chksum_window=gcc49 ext4.chksum_window_width=16"
-    jobs = []
+    specs = []
     for s in seeds:
-        jobs += [(boot, top / f"plain-{s}", s, seconds, append, False),
-                 (boot, top / f"rec-{s}", s, seconds, append, True)]
-    statuses = pool(jobs)
+        specs += [(top / f"plain-{s}", s, seconds, append, False),
+                  (top / f"rec-{s}", s, seconds, append, True)]
+    statuses = boots(specs)
     plain, rec = statuses[0::2], statuses[1::2]
     metas = [json.loads((top / f"rec-{s}" / "replay.json").read_text()) for s in seeds]
-    replays = pool([(replay, top / f"rec-{s}") for s in seeds]
-                   + [(replay, top / f"rec-{seeds[0]}") for _ in range(2)])
-    reproduced = sum(p.returncode == 0 for p in replays[:len(seeds)])
-    for p in replays[len(seeds):]:
+    again = replays([top / f"rec-{s}" for s in seeds] + [top / f"rec-{seeds[0]}"] * 2)
+    reproduced = sum(p.returncode == 0 for p in again[:len(seeds)])
+    for p in again[len(seeds):]:
         if p.returncode != 0:
             sys.exit(f"replay_bench: error: a repeated replay: {p.stderr.strip()}")
     first = top / f"rec-{seeds[0]}"
@@ -135,16 +142,16 @@ def walk_rows(top, exact_seeds, seconds, least=20):
     for pair in (exact_seeds[i:i + 2] for i in range(0, len(exact_seeds), 2)):
         if failures >= least:
             break
-        statuses = pool([(boot, top / f"exact-{s}", s, seconds,
-                          "ext4.chksum_window=gcc49-exact", True) for s in pair])
+        statuses = boots([(top / f"exact-{s}", s, seconds,
+                           "ext4.chksum_window=gcc49-exact", True) for s in pair])
         runs += [top / f"exact-{s}" for s in pair]
         failures += sum(st["checksum_failures_total"] for st in statuses)
     exact = [walk(r) for r in runs]
     singles = {"width 1": "ext4.chksum_window=gcc49",
                "width 16": "ext4.chksum_window=gcc49 ext4.chksum_window_width=16",
                "gcc49-indirect": "ext4.chksum_window=gcc49-indirect"}
-    pool([(boot, top / name.replace(" ", "-"), exact_seeds[0], seconds, append, True)
-          for name, append in singles.items()])
+    boots([(top / name.replace(" ", "-"), exact_seeds[0], seconds, append, True)
+           for name, append in singles.items()])
     walks = {"gcc49-exact": exact}
     walks.update({name: [walk(top / name.replace(" ", "-"))] for name in singles})
     rows = []
@@ -164,8 +171,8 @@ def walk_rows(top, exact_seeds, seconds, least=20):
 
 def tracer_rows(top, seed, seconds):
     run = top / "traced"
-    boot(run, seed, seconds, "ext4.chksum_window=gcc49 ext4.chksum_window_width=4 "
-         "chkwin.workload=inode-loop chkwin.loader=-R,failures", True, scenario="record")
+    boots([(run, seed, seconds, "ext4.chksum_window=gcc49 ext4.chksum_window_width=4 "
+            "chkwin.workload=inode-loop chkwin.loader=-R,failures", True, "record")])
     doc = walk(run)
     log = chkwinlog.read(run / "log.bin")
     corr = correlate.Correlation(log)

@@ -1,6 +1,8 @@
 """The boot runner on the local engine: a boot whose task is killed
-mid-boot is run again with the same flags, and its result directory is
-published only whole; a boot that runs and fails is a result, not a loss.
+mid-boot is run again with the same flags, and a result is read only once
+its task.json is published; a boot that runs and fails is a result, not a
+loss; a boot whose QEMU is killed from outside on every attempt is
+reported lost, and nothing in its way is deleted.
 
 Two boots of the walker on the same phase seed, ended after 5 passes
 (about 7 guest seconds), with no window: the same seed then makes the
@@ -48,11 +50,11 @@ def test_a_killed_task_runs_again_and_only_whole_results_are_read(tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             pids = boottasks(killed.out)
-            # Once run.py has made its part directory: QEMU is booting,
-            # nothing is published yet.
-            if pids and list(tmp_path.glob(".killed.part-*")):
+            # Once run.py has made the directory: QEMU is booting, nothing
+            # is published yet.
+            if pids and (killed.out / "console.log").exists():
                 time.sleep(1)
-                assert not killed.out.exists()
+                assert not (killed.out / RESULT).exists()
                 os.killpg(pids[0], signal.SIGKILL)
                 done.append(pids[0])
                 return
@@ -75,33 +77,44 @@ def test_a_killed_task_runs_again_and_only_whole_results_are_read(tmp_path):
     assert first.returncode == second.returncode == 0
     assert first.status["checksum_calls"] == second.status["checksum_calls"] > 0
     assert (killed.out / RESULT).is_file()
-    # The killed attempt's directory stays aside, never read as a result.
-    [part] = tmp_path.glob(".killed.part-*")
-    assert (part / "console.log").exists() and not (part / RESULT).exists()
+    # The killed attempt's directory, moved aside by the next, is kept.
+    [aside] = tmp_path.glob(".killed.unfinished-*")
+    assert (aside / "console.log").exists() and not (aside / RESULT).exists()
 
 
 def test_a_failed_boot_is_a_result_and_a_lost_one_is_reported(tmp_path):
     """run.py refusing its flags is the boot's own failure (no retry); a
-    task that can never publish (its result directory holds something
-    else) is reported lost after its attempts, and what was there stays."""
+    QEMU that is killed from outside every time (here a stand-in that
+    kills itself) makes the boot lost after its attempts, with the reason;
+    what stood in its directory is moved aside, not deleted."""
     bad = bootrunner.Boot(tmp_path / "bad", ["--flavour", "unpatched",
                                              "--scenario", "inode-loop", "--smp", "0"])
-    engine = bootrunner.LocalEngine(1)
     said = []
+    engine = bootrunner.LocalEngine(1)
     try:
         [out] = bootrunner.run(engine, [bad], retries=2, say=said.append)
     finally:
         engine.close()
     assert out.returncode == 2 and out.attempts == 1 and said == []
     assert "--smp" in out.reason
-    (tmp_path / "taken").mkdir()
-    (tmp_path / "taken" / "something").write_text("recorded earlier\n")
-    taken = bootrunner.Boot(tmp_path / "taken", bad.flags)
+    qemu = tmp_path / "qemu-killed"
+    qemu.write_text("#!/bin/sh\nkill -9 $$\n")
+    qemu.chmod(0o755)
+    (tmp_path / "doomed").mkdir()
+    (tmp_path / "doomed" / "something").write_text("recorded earlier\n")
+    doomed = bootrunner.Boot(tmp_path / "doomed", [
+        "--flavour", "unpatched", "--scenario", "inode-loop", "--qemu", str(qemu),
+        *icount_args(SEED, duration=5)])
     engine = bootrunner.LocalEngine(1)
     try:
-        [out] = bootrunner.run(engine, [taken], retries=1, say=said.append)
+        [out] = bootrunner.run(engine, [doomed], retries=1, say=said.append)
     finally:
         engine.close()
-    assert out.lost and out.attempts == 2 and len(said) == 1
-    assert "exists and is not empty" in out.reason
-    assert (tmp_path / "taken" / "something").read_text() == "recorded earlier\n"
+    why = "boottask.py: error: QEMU was killed from outside the boot (signal 9)"
+    assert out.lost and out.attempts == 2 and out.reason == why
+    assert said == [f"boot doomed lost ({why}); run again with the same flags, "
+                    "attempt 2 of 2"]
+    assert (tmp_path / ".doomed.unfinished-1" / "something").read_text() == \
+        "recorded earlier\n"
+    assert (tmp_path / ".doomed.unfinished-2" / "status.json").is_file()
+    assert not (tmp_path / "doomed" / RESULT).exists()

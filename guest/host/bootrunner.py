@@ -1,8 +1,9 @@
 """The one way the lab runs many boots: hand them to an engine, retry the
 ones that were lost, collect each boot's result.
 
-A boot is guest/run.py's flags and a result directory, published whole by
-guest/host/boottask.py (written aside, renamed when run.py ends).  An
+A boot is guest/run.py's flags and a result directory, which counts as a
+result once guest/host/boottask.py has published its task.json (written
+aside and renamed when run.py ends).  An
 engine runs boots and says, for each, whether it published a result or
 was lost on the way and why (its task killed: a lost node, scancel, a
 time limit).  Lost boots are run again with the same flags (so the same

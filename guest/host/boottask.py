@@ -1,25 +1,28 @@
 #!/usr/bin/python3
-"""One boot as a task: guest/run.py into a directory of its own, published
-by a rename only when run.py has finished.
+"""One boot as a task: guest/run.py into its result directory, and a
+result file published only when run.py has finished.
 
-The boot runs into OUT's sibling .OUT.part-TAG; when run.py exits, its
-exit status, the last line of its stderr and where it ran go into
-task.json there, and the directory is renamed to OUT.  A task killed
-half-way (scancel, a time limit, a lost node) never renames, so a reader
-that sees OUT sees a finished boot; the part directory stays for a look.
-A boot whose QEMU was killed from outside (not by run.py's watchdog) is
-not a result either: the task exits 1 without publishing, so the runner
-retries it.
+The boot runs into OUT; when run.py exits, its exit status, the last line
+of its stderr and where it ran are written aside and renamed to
+OUT/task.json.  A reader takes OUT as a boot's result only once task.json
+is there, so a task killed half-way (scancel, a time limit, a lost node)
+is never read as one.  A later attempt moves such an unfinished directory
+aside (.OUT.unfinished-N, kept for a look) and starts afresh.  A boot
+whose QEMU was killed from outside (not by run.py's watchdog) is not a
+result either: the task exits 1 without publishing, so the runner retries
+it.  Paths inside OUT (the console, a recording's replay.json) stay true
+because the boot never moves.
 
-  boottask.py --out OUT [--tag TAG] -- RUN.PY-FLAGS...
-  boottask.py --table TASKS.json --index I [--tag TAG]   (a Slurm array task)
-  boottask.py --check [--qemu Q] [--file PATH ...]        (a node's probe)
+  boottask.py --out OUT -- RUN.PY-FLAGS...
+  boottask.py --table TASKS.json --index I   (a Slurm array task)
+  boottask.py --check [--qemu Q] [--file PATH ...]   (a node's probe)
 
-Exit status 0 when OUT was published (the boot's own status is in
-task.json), 1 otherwise, with one line on stderr.
+Exit status 0 when OUT/task.json was published (the boot's own status is
+in it) or was there already, 1 otherwise, with one line on stderr.
 """
 
 import argparse
+import errno
 import json
 import os
 import pathlib
@@ -38,64 +41,59 @@ RESULT = "task.json"
 STDERR_LINES = 40
 
 
-def part_dir(out, tag):
-    return out.parent / f".{out.name}.part-{tag}"
+def set_aside(out):
+    """Move an unfinished attempt's directory out of the way; its new name."""
+    for n in range(1, 1000):
+        aside = out.parent / f".{out.name}.unfinished-{n}"
+        try:
+            os.rename(out, aside)
+            return aside
+        except FileExistsError:
+            continue
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                continue
+            die(f"cannot move the unfinished {out} aside: {e.strerror}")
+    die(f"cannot move the unfinished {out} aside: 999 are there already")
 
 
-def killed_from_outside(part):
+def killed_from_outside(out):
     """Whether QEMU exited on a signal run.py did not send (the OOM
     killer, a node going down): status.json says it exited, not hung."""
     try:
-        status = json.loads((part / "status.json").read_text())
+        status = json.loads((out / "status.json").read_text())
     except (OSError, ValueError):
         return False
     code = status.get("qemu_exit")
     return status.get("ending") == "exited" and code is not None and code < 0
 
 
-def run_boot(out, flags, tag):
+def run_boot(out, flags):
     out = pathlib.Path(out)
-    part = part_dir(out, tag)
-    if published(out):
+    if (out / RESULT).is_file():
+        print(f"boottask: {out} holds a published result already", file=sys.stderr)
         return
-    if part.exists():
-        die(f"{part} exists: a task with tag {tag} already ran here")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        die(f"{out} exists and is not empty: nothing recorded there is overwritten")
+        aside = set_aside(out)
+        print(f"boottask: an unfinished attempt was in {out}; moved to {aside}",
+              file=sys.stderr)
     start = time.monotonic()
-    proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(part)],
+    proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(out)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     lines = proc.stderr.strip().splitlines()
     if proc.returncode < 0:
         die(f"run.py was killed by signal {-proc.returncode}")
-    if killed_from_outside(part):
+    if killed_from_outside(out):
         die("QEMU was killed from outside the boot (signal "
-            f"{-json.loads((part / 'status.json').read_text())['qemu_exit']})")
-    part.mkdir(parents=True, exist_ok=True)
-    write_json(part / RESULT, {
+            f"{-json.loads((out / 'status.json').read_text())['qemu_exit']})")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / RESULT, {
         "returncode": proc.returncode,
         "reason": lines[-1] if proc.returncode and lines else "",
-        "stderr": lines[-STDERR_LINES:], "host": socket.gethostname(), "tag": tag,
+        "stderr": lines[-STDERR_LINES:], "host": socket.gethostname(),
+        "task": os.environ.get("SLURM_JOB_ID", f"pid {os.getpid()}"),
         "wall_seconds": round(time.monotonic() - start, 1)})
-    try:
-        os.replace(part, out)
-    except OSError as e:
-        if not (out / RESULT).is_file():
-            die(f"cannot publish {part} as {out}: {e.strerror}")
-        # Another attempt published first (one the runner thought lost):
-        # that result stands; this one stays aside.
-        print(f"boottask: {out} was published by another attempt; this one is "
-              f"in {part}", file=sys.stderr)
-
-
-def published(out):
-    """Whether out holds a boot's published result already; said on
-    stderr, as a task that finds one has nothing to do."""
-    if (out / RESULT).is_file():
-        print(f"boottask: {out} holds a published result already", file=sys.stderr)
-        return True
-    return False
 
 
 def check_node(qemu, files):
@@ -119,8 +117,6 @@ def main(argv=None):
     ap.add_argument("--table", type=pathlib.Path,
                     help="a JSON list of {out, flags}: the array's tasks")
     ap.add_argument("--index", type=int, help="which of --table's tasks")
-    ap.add_argument("--tag", default=str(os.getpid()),
-                    help="names this attempt's part directory (default: the pid)")
     ap.add_argument("--check", action="store_true", help="probe this node and exit")
     ap.add_argument("--qemu", default="qemu-system-aarch64")
     ap.add_argument("--file", type=pathlib.Path, action="append", default=[])
@@ -136,9 +132,9 @@ def main(argv=None):
             task = json.loads(args.table.read_text())[args.index]
         except (OSError, ValueError, IndexError, TypeError) as e:
             die(f"{args.table}: no task {args.index} ({e})")
-        run_boot(task["out"], task["flags"], args.tag)
+        run_boot(task["out"], task["flags"])
     elif args.out is not None:
-        run_boot(args.out, args.flags, args.tag)
+        run_boot(args.out, args.flags)
     else:
         ap.error("give --out and run.py's flags, --table and --index, or --check")
     return 0

@@ -160,12 +160,11 @@ class SlurmEngine:
                 "#!/bin/sh\n"
                 "# One array task: the boot in row $SLURM_ARRAY_TASK_ID of the table.\n"
                 f"exec {PY} {REPO / 'guest/boottask.py'} --table \"$1\" "
-                "--index \"$SLURM_ARRAY_TASK_ID\" "
-                "--tag \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n")
+                "--index \"$SLURM_ARRAY_TASK_ID\"\n")
         mem = max(b.mem_mb for b in boots) + QEMU_MEM_MB
         cmd = ["sbatch", "--parsable", *self._options(), f"--job-name={self.job_name}",
                f"--array=0-{len(boots) - 1}%{self.slots}", "--cpus-per-task=1",
-               f"--mem={mem}", f"--time={self._minutes(boots)}", "--requeue",
+               f"--mem={mem}", f"--time={self._minutes(boots)}", "--no-requeue",
                f"--output={self.workdir / 'slurm-%A_%a.out'}", str(script), str(table)]
         rc, out, err = self._slurm(*cmd)
         if rc != 0:
