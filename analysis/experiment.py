@@ -106,9 +106,11 @@ def pool(docs, names, allow_different=False):
     if found and not allow_different:
         raise ExperimentError(f"runs measured differently ({'; '.join(found)}); "
                               "--allow-different pools them anyway")
-    boots = [dict(b, dir=f"{pathlib.Path(name).name}/{b['dir']}")
-             for doc, name in zip(docs, names) for b in doc["boots"]]
-    return dict(first, boots=boots, seed=[d["seed"] for d in docs], differences=found)
+    boots, missing = ([dict(b, dir=f"{pathlib.Path(name).name}/{b['dir']}")
+                       for doc, name in zip(docs, names) for b in doc.get(key) or []]
+                      for key in ("boots", "missing"))
+    return dict(first, boots=boots, missing=missing, seed=[d["seed"] for d in docs],
+                differences=found)
 
 
 def boot_rates(doc):
@@ -305,8 +307,9 @@ def plan_line(doc):
     if got:
         text += ("; the power with the boots the run got: "
                  + "; ".join(f"{c['what']} {c['got']['power'] * 100:.0f}% at "
-                             f"{c['got']['boots']} of {c['boots']} boots (planned "
-                             f"{c['power'] * 100:.0f}%)" for c in got))
+                             f"{c['got']['boots']} of {c['got']['planned']} boots a "
+                             f"condition (planned {c['power'] * 100:.0f}% at "
+                             f"{c['boots']})" for c in got))
     if short:
         return text + "; the budget cut it short: " + ", ".join(short)
     return text + ("" if missing else "; every condition got its boots")

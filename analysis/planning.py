@@ -122,12 +122,13 @@ def midpoint(planned):
     return math.ceil(planned / 2)
 
 
-def look(a, b, blocks_a, blocks_b, margin, power, cap, planned):
+def look(a, b, blocks_a, blocks_b, margin, power, cap, planned, now=False):
     """The blinded look, once both flavours' A/A boots a and b (with their
-    blocks) reach midpoint(planned): {at, phi, df, per_boot, before, boots};
-    None before then."""
+    blocks) reach midpoint(planned), or with now at what they have (the
+    midpoint's boots were run, some lost): {at, phi, df, per_boot, before,
+    boots}; None before then, or with fewer than two boots a flavour."""
     done = min(len(a), len(b))
-    if done < midpoint(planned):
+    if done < midpoint(planned) and not (now and done >= 2):
         return None
     fit = blinded(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
     lumped = a[:done] + b[:done]

@@ -273,6 +273,32 @@ def test_the_plan_line_says_whether_the_plan_ran_whole():
     assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
 
 
+def test_the_plan_line_names_lost_boots_and_the_power_left():
+    """A boot lost on every attempt is not a budget cut: the line names it
+    with its reason, and each comparison short of its boots its power at
+    what it got beside the plan's; pooling runs keeps every run's losses."""
+    plan = {c["name"]: 2 for c in CONDS}
+    lost = {"condition": "patched-gcc49", "dir": "patched-gcc49-2", "round": 2, "slot": 2,
+            "phase_seed": None, "attempts": 3, "reason": "CANCELLED, exit 0:15"}
+    d = doc([b for b in balanced([5, 3], [4, 6]) if b["dir"] != "patched-gcc49-2"]
+            + balanced([1], [1])[2:], CONDS, plan=plan,
+            plan_comparisons=[{"what": "patched/unpatched", "boots": 2,
+                               "per_boot": [5.0, 5.0], "ratio": 1.0, "source": "the model",
+                               "verdict": "differs", "power": 0.8,
+                               "got": {"boots": 1, "planned": 2, "power": 0.0}}],
+            plan_dispersion={"phi": 1.0, "df": 1, "estimate": 0.5, "conf": 0.8,
+                             "source": "the pilot's boots, flavours lumped"})
+    d["missing"] = [lost]
+    line = experiment.plan_line(d)
+    assert "the budget cut it short" not in line and "every condition got" not in line
+    assert "1 boot lost on every attempt, missing from the verdicts: patched-gcc49-2 " \
+        "(3 attempts: CANCELLED, exit 0:15)" in line, line
+    assert line.endswith("the power with the boots the run got: patched/unpatched 0% at "
+                         "1 of 2 boots a condition (planned 80% at 2)"), line
+    pooled = experiment.pool([d, d], ["runs/a", "runs/b"], allow_different=True)
+    assert [m["dir"] for m in pooled["missing"]] == ["a/patched-gcc49-2", "b/patched-gcc49-2"]
+
+
 def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
     """--plan-from: the dispersion a previous icount run's replicated boots
     show, named; under Poisson it plans at 1 and says so."""

@@ -26,15 +26,14 @@ import subprocess
 import sys
 import threading
 
-from guest.host.boottask import RESULT
+from guest.host.boottask import PY, REPO, RESULT
 from guest.host.cachedir import die
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 # Attempts beyond the first for a boot whose task was lost.
 RETRIES = 2
 # What a boot's QEMU uses beyond the guest's memory (MiB).
 QEMU_MEM_MB = 512
+# on_outcome's word for: start no more boots.
+STOP = "stop"
 
 
 @dataclasses.dataclass
@@ -103,15 +102,17 @@ class LocalEngine:
                 die(f"{path}: no such file (a boot names it)")
 
     def _one(self, boot):
-        if self._cancelled:
-            return "cancelled before it started"
-        # A session of its own: cancel() ends the task with its run.py and
-        # QEMU, and a ^C meant for the runner reaches them only through it.
-        proc = subprocess.Popen([PY, str(REPO / "guest/boottask.py"), "--out", str(boot.out),
-                                 "--", *boot.flags], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
         with self._lock:
+            if self._cancelled:
+                return "cancelled before it started"
+            # A session of its own: cancel() ends the task with its run.py
+            # and QEMU, and a ^C meant for the runner reaches them only
+            # through it.
+            proc = subprocess.Popen([PY, str(REPO / "guest/boottask.py"), "--out",
+                                     str(boot.out), "--", *boot.flags],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
             self._procs.add(proc)
         _, err = proc.communicate()
         with self._lock:
@@ -133,7 +134,13 @@ class LocalEngine:
         """[(boot, None or why it was lost)] of boots that ended, once one has."""
         done, _ = concurrent.futures.wait(self._running,
                                           return_when=concurrent.futures.FIRST_COMPLETED)
-        return [(self._running.pop(f), f.result()) for f in done]
+        return [(self._running.pop(f), "never started" if f.cancelled() else f.result())
+                for f in done]
+
+    def drain(self):
+        """Start no more boots; those running go on."""
+        for f in self._running:
+            f.cancel()
 
     def cancel(self):
         self._cancelled = True
@@ -152,17 +159,27 @@ class LocalEngine:
 def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
     """Run boots on engine, retrying lost ones; their Outcomes in the
     boots' order.  on_outcome(outcome) is called as each is final (the
-    caller records it at once: a killed run keeps what it did); say(line)
-    reports retries.  Interrupted, the engine's boots are cancelled."""
+    caller records it at once: a killed run keeps what it did); when it
+    returns STOP, no boot that has not started yet will (the engine's
+    queued ones are dropped), those running finish and are reported, and
+    the dropped ones come back lost, attempts 0, never passed to
+    on_outcome.  say(line) reports retries.  Interrupted, the engine's
+    boots are cancelled."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     attempts = {id(b): 1 for b in boots}
     final = {}
+    stopping = False
     try:
-        engine.submit(boots)
+        if boots:
+            engine.submit(boots)
         while len(final) < len(boots):
             again = []
             for boot, lost in engine.wait():
                 n = attempts[id(boot)]
+                if stopping and lost is not None:
+                    final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
+                                              [], "", 0, 0.0)
+                    continue
                 if lost is not None and n <= retries:
                     say(f"boot {boot.out.name} lost ({lost}); run again with the same "
                         f"flags, attempt {n + 1} of {retries + 1}")
@@ -172,10 +189,15 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
                 outcome = result(boot, n) if lost is None else \
                     Outcome(boot, None, lost, None, [], "", n, 0.0)
                 final[id(boot)] = outcome
-                if on_outcome:
-                    on_outcome(outcome)
-            if again:
+                if on_outcome and on_outcome(outcome) is STOP and not stopping:
+                    stopping = True
+                    engine.drain()
+            if again and not stopping:
                 engine.submit(again)
+            elif again:
+                for boot in again:
+                    final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
+                                              [], "", 0, 0.0)
     except BaseException:
         engine.cancel()
         raise

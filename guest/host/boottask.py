@@ -27,6 +27,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -36,9 +37,12 @@ from guest.host.cachedir import die, write_json
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
+QEMU = "qemu-system-aarch64"
 RESULT = "task.json"
 # Lines of run.py's stderr a result keeps.
 STDERR_LINES = 40
+# Signals that end a QEMU from outside the boot.
+OUTSIDE = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def set_aside(out):
@@ -58,14 +62,16 @@ def set_aside(out):
 
 
 def killed_from_outside(out):
-    """Whether QEMU exited on a signal run.py did not send (the OOM
-    killer, a node going down): status.json says it exited, not hung."""
+    """Whether QEMU ended on a signal that comes from outside (the OOM
+    killer, a node going down), not one run.py's watchdog sent (status.json
+    then says hung) nor QEMU's own crash (SIGABRT, SIGSEGV: the same seed
+    would crash again, so that is the boot's failure)."""
     try:
         status = json.loads((out / "status.json").read_text())
     except (OSError, ValueError):
         return False
     code = status.get("qemu_exit")
-    return status.get("ending") == "exited" and code is not None and code < 0
+    return status.get("ending") == "exited" and code is not None and -code in OUTSIDE
 
 
 def run_boot(out, flags):
@@ -77,6 +83,11 @@ def run_boot(out, flags):
         aside = set_aside(out)
         print(f"boottask: an unfinished attempt was in {out}; moved to {aside}",
               file=sys.stderr)
+    # A node without QEMU loses the boot (another node may have it); it
+    # is not the boot's failure.
+    qemu = flags[flags.index("--qemu") + 1] if "--qemu" in flags[:-1] else QEMU
+    if shutil.which(qemu) is None:
+        die(f"{socket.gethostname()}: {qemu} not found (install qemu-system-arm)")
     start = time.monotonic()
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(out)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -108,7 +119,7 @@ def check_node(qemu, files):
         if not os.access(path, os.R_OK):
             die(f"{socket.gethostname()}: cannot read {path} (is the cache on a "
                 "filesystem every node mounts?)")
-    print(f"{socket.gethostname()}: ok: {proc.stdout.splitlines()[0]}")
+    print(f"{socket.gethostname()}: ok: {(proc.stdout.splitlines() or ['?'])[0]}")
 
 
 def main(argv=None):
@@ -118,7 +129,7 @@ def main(argv=None):
                     help="a JSON list of {out, flags}: the array's tasks")
     ap.add_argument("--index", type=int, help="which of --table's tasks")
     ap.add_argument("--check", action="store_true", help="probe this node and exit")
-    ap.add_argument("--qemu", default="qemu-system-aarch64")
+    ap.add_argument("--qemu", default=QEMU)
     ap.add_argument("--file", type=pathlib.Path, action="append", default=[])
     ap.add_argument("flags", nargs="*", help="guest/run.py's flags, after --")
     args = ap.parse_args(argv)

@@ -10,8 +10,9 @@ and control conditions, the A/A comparison's from a power calculation on
 a pilot of two boots a flavour, whose boots serve the plan only
 (analysis/planning.py: the power of every comparison, predicted by the
 failure model from the pilot and simulated as the run will be analysed).  No condition stops early
-on what its boots showed; only --budget can cut the plan short, and the
-report says so.
+on what its boots showed; only --budget, or boots lost on every attempt
+(their tasks killed: --retries), can leave the plan short, and the report
+says so.
 
 The clock (--clock): on icount (the default) guest time is instructions,
 -icount shift=N, one vCPU, and each boot gets a phase seed (the n-th boot
@@ -95,6 +96,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
 FLAVOURS = ("unpatched", "patched")
 WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
+# Condition kinds whose boots run chkwin, which watches the lab kernel's
+# windows (the others run no tracer and boot without them).
+TRACED = ("recorded", "rate")
 # Wall seconds a boot costs beyond its guest seconds, until one is measured
 # (-singlestep boots take about four times their guest seconds as well).
 OVERHEAD = 15
@@ -322,7 +326,7 @@ class Experiment:
         os.replace(tmp, self.top / "experiment.json")
 
     def of(self, name):
-        return [b for b in self.boots if b["condition"] == name]
+        return experiment.boots_of({"boots": self.boots}, name)
 
     def tried(self, c):
         """Boots of c run so far, the ones lost on every attempt included."""
@@ -393,15 +397,23 @@ class Experiment:
 
     def power_got(self):
         """Where a comparison got fewer boots than planned (boots lost on
-        every attempt, or the budget): its power at the boots it has, as
-        the plan computed it (a pair needs two boots for a spread)."""
+        every attempt, or the budget): its power, as the plan computed it,
+        at the boots it has; on icount, at the phase-seed pairs its
+        conditions share (a pair needs two for a spread)."""
         for p in self.comparisons or []:
-            got = min(len(self.of(n)) for n in p["conditions"])
-            if got >= p["boots"]:
+            conds = [c for c in self.conds if c["name"] in p["conditions"]]
+            planned = min(self.planned(c) for c in conds)
+            have = [self.of(c["name"]) for c in conds]
+            if all(b["phase_seed"] is not None for boots in have for b in boots):
+                got = len(set.intersection(*({b["phase_seed"] for b in boots}
+                                             for boots in have)))
+            else:
+                got = min(map(len, have))
+            if got >= planned:
                 continue
             power = calibration.power(*p["per_boot"], got, p["phi"], self.args.margin,
                                       self.args.seed) if got >= 2 else (0.0, 0.0)
-            p["got"] = {"boots": got,
+            p["got"] = {"boots": got, "planned": planned,
                         "power": power[0] if p["verdict"] == "differs" else power[1]}
 
     def reestimate(self):
@@ -414,8 +426,10 @@ class Experiment:
         doc = self.doc()
         counts = [experiment.counts(doc, c["name"]) for c in aa]
         blocks = [experiment.blocks(doc, c["name"]) for c in aa]
+        # Boots lost at the midpoint: look with what there is.
+        reached = all(self.tried(c) >= planning.midpoint(self.aa_boots) for c in aa)
         again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
-                              self.aa_boots)
+                              self.aa_boots, now=reached)
         if again is None:
             return
         self.reestimated, self.aa_boots = again, again["boots"]
@@ -496,9 +510,9 @@ class Experiment:
         pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
                  if c["kind"] == "pilot"]
         if any(left > 0 for _, left in pilot):
-            due = [(c, self.tried(c) + i + 1) for c, left in pilot for i in range(left)]
+            due = [c for c, left in pilot for _ in range(left)]
             rng.shuffle(due)
-            return [due], False
+            return [number(due, {c["name"]: self.tried(c) for c in self.conds})], False
         have = {c["name"]: self.tried(c) for c in self.conds}
         aa = [c for c in self.conds if c["kind"] == "aa"]
         look = planning.midpoint(self.aa_boots) if aa and self.aa_boots and \
@@ -516,11 +530,8 @@ class Experiment:
                       f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
                 return rounds, True
             seconds += cost
-            for c in due:
-                have[c["name"]] += 1
-            due = [(c, have[c["name"]]) for c in due]
             rng.shuffle(due)
-            rounds.append(due)
+            rounds.append(number(due, have))
             self.counted = True
             if look and all(have[c["name"]] >= look for c in aa):
                 return rounds, False
@@ -535,7 +546,7 @@ class Experiment:
                 boot = self.boot_spec(c, n)
                 boots.append(boot)
                 where[id(boot)] = (c, n, rnd, slot)
-        finished = []
+        finished, failed = [], []
 
         def record(outcome):
             c, n, rnd, slot = where[id(outcome.boot)]
@@ -551,9 +562,11 @@ class Experiment:
                       f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
                 return
             if outcome.returncode != 0:
-                self.save()
-                die(f"boot {outcome.boot.out.name} failed: {outcome.reason or f'run.py exited {outcome.returncode}'}; "
-                    f"everything recorded so far is in {self.top}")
+                # The boots running finish and are recorded; no more start.
+                failed.append(f"boot {outcome.boot.out.name} failed: "
+                              f"{outcome.reason or f'run.py exited {outcome.returncode}'}")
+                print(f"demo: [{rnd}.{slot}] {failed[-1]}; no more boots start", flush=True)
+                return bootrunner.STOP
             b = self.record(c, rnd, slot, outcome)
             self.boots.append(b)
             self.boots.sort(key=lambda x: (x["round"], x["slot"]))
@@ -568,6 +581,9 @@ class Experiment:
         with heartbeat("demo", status, stream=sys.stdout):
             bootrunner.run(self.engine, boots, self.args.retries, record,
                            say=lambda line: print(f"demo: {line}", flush=True))
+        self.save()
+        if failed:
+            die(f"{failed[0]}; everything recorded so far is in {self.top}")
         self.plan_from_pilot()
         self.reestimate()
         self.save()
@@ -616,11 +632,11 @@ class Experiment:
             flags.append("--singlestep")
         # Counting boots run no tracer: no windows disk, the guest's
         # devices as they were when the plan's figures were measured.
-        if c["kind"] not in ("recorded", "rate"):
-            flags.append("--no-lab-windows")
-        elif c["flavour"] in self.windows:
+        if c["kind"] in TRACED:
             flags += ["--lab-windows", str(self.windows[c["flavour"]])]
             files.append(self.windows[c["flavour"]])
+        else:
+            flags.append("--no-lab-windows")
         if c["clock"] == "icount":
             flags += ["--clock", "icount", "--shift", str(self.args.shift),
                       "--phase-seed", str(self.phase_seed(c, n))]
@@ -662,6 +678,16 @@ class Experiment:
         return time.monotonic() - self.started
 
 
+def number(due, have):
+    """[(condition, n)]: each boot of due numbered in order, from the
+    boots its condition has (have, counted on)."""
+    out = []
+    for c in due:
+        have[c["name"]] += 1
+        out.append((c, have[c["name"]]))
+    return out
+
+
 class Artifacts:
     """What every boot reads, built (or found in the cache) once, here,
     before any boot runs: the flavours' kernels, the initramfs and the test
@@ -698,14 +724,17 @@ def make_engine(args, top):
 
 def run(args):
     top = new_run_dir(args.results)
+    engine = make_engine(args, top)
+    # The scheduler before anything is built; the nodes once the boots are known.
+    if args.engine == "slurm":
+        engine.check_scheduler()
     flavours = sorted({c["flavour"] for c in plan(args)})
     artifacts = Artifacts(flavours)
-    engine = make_engine(args, top)
     exp = Experiment(top, args, engine, artifacts)
     exp.loop_insns = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
     # Every boot's chkwin watches what stackscan finds in its own kernel;
     # the report names those windows.
-    for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] == "recorded"}):
+    for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] in TRACED}):
         exp.windows[flavour] = kernelwindows.copy_to(
             artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows")
     exp.save()

@@ -12,8 +12,9 @@ directory says it published, and scontrol (while the controller still
 remembers the job) or the task's output file says why it did not.
 
 Before anything is submitted, check() makes sure the controller answers,
-the partition exists, and every usable node of it runs QEMU and reads the
-files the boots name (one probe task a node): each refusal is one line.
+the partition exists and its limits admit a task, and every node of it
+free to take one runs QEMU and reads the files the boots name (one probe
+task a node): each refusal is one line.
 """
 
 import concurrent.futures
@@ -31,16 +32,18 @@ from guest.host.boottask import RESULT
 from guest.host.cachedir import die
 
 # Seconds between looks at the queue; what a task's start and end cost
-# beyond its boot is measured in bench/RESULTS.md (the engines' section).
+# beyond its boot is measured in bench/RESULTS.md ("The boot runner's
+# engines").
 POLL = 2.0
 # How long a task that left the queue as COMPLETED may take to show its
 # result here (a network filesystem's attribute cache): then it is lost.
 RESULT_GRACE = 60
 # Seconds a probe task may wait for its node; a command that hangs.
-PROBE_SECONDS = 300
+PROBE_SECONDS = 120
 COMMAND_SECONDS = 60
-# Node states (sinfo %t) in which a node can take a task.
-USABLE = ("idle", "mix", "alloc", "comp", "plnd")
+# Reasons (squeue %r) for which a pending task would wait forever.
+NEVER = ("PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "BadConstraints",
+         "InvalidAccount", "InvalidQOS", "ReqNodeNotAvail, UnavailableNodes")
 # Minutes a task gets beyond its boot's watchdog (setup, the rename).
 SLACK_MINUTES = 5
 DEFAULT_MINUTES = 60
@@ -78,7 +81,14 @@ class SlurmEngine:
         return proc.returncode, proc.stdout, err
 
     def check(self, boots):
-        """One-line refusals before anything is submitted."""
+        """One-line refusals before anything is submitted: the scheduler
+        (check_scheduler), then the nodes (check_nodes)."""
+        self.check_scheduler(boots)
+        self.check_nodes(boots)
+
+    def check_scheduler(self, boots=()):
+        """The controller answers, the partition exists, and its limits
+        admit a task of each boot (a task over them would pend forever)."""
         for tool in ("sbatch", "squeue", "scontrol", "sinfo", "srun", "scancel"):
             if shutil.which(tool) is None:
                 die(f"slurm: {tool} not found: install slurm-wlm (make deps), "
@@ -87,13 +97,12 @@ class SlurmEngine:
         if rc != 0 or " is UP" not in out:
             said = (out.strip().splitlines() or [err or f"exit {rc}"])[-1]
             die(f"slurm: the controller cannot be reached ({said}); nothing submitted")
-        rc, out, err = self._slurm("sinfo", "-h", "-o", "%P %C")
+        rc, out, err = self._slurm("sinfo", "-h", "-o", "%P %C %l")
         if rc != 0:
             die(f"slurm: sinfo failed: {err}; nothing submitted")
-        parts = {line.split()[0].rstrip("*"): line.split()[1]
-                 for line in out.splitlines() if line.strip()}
-        default = [line.split()[0].rstrip("*") for line in out.splitlines()
-                   if line.split() and line.split()[0].endswith("*")]
+        rows = [line.split() for line in out.splitlines() if len(line.split()) == 3]
+        parts = {name.rstrip("*"): (cpus, limit) for name, cpus, limit in rows}
+        default = [name.rstrip("*") for name, _, _ in rows if name.endswith("*")]
         if self.partition is None:
             if not default:
                 die("slurm: no default partition: name one (--partition); nothing submitted")
@@ -101,20 +110,38 @@ class SlurmEngine:
         if self.partition not in parts:
             die(f"slurm: no partition {self.partition!r} (there are: "
                 f"{', '.join(sorted(parts)) or 'none'}); nothing submitted")
-        cpus = int(parts[self.partition].split("/")[-1])
-        self.slots = self.jobs or max(1, cpus)
-        rc, out, err = self._slurm("sinfo", "-h", "-N", "-p", self.partition, "-o", "%N %t")
-        nodes = sorted({line.split()[0] for line in out.splitlines()
-                        if line.split() and line.split()[1].rstrip("*~#!%$@^-") in USABLE
-                        and not line.split()[1].endswith("*")})
+        cpus, limit = parts[self.partition]
+        self.slots = self.jobs or max(1, int(cpus.split("/")[-1]))
+        most = minutes(limit)
+        if boots and most is not None and self._minutes(boots) > most:
+            die(f"slurm: a task needs {self._minutes(boots)} minutes and partition "
+                f"{self.partition} allows {most} (--time-limit, or a shorter boot); "
+                "nothing submitted")
+
+    def check_nodes(self, boots):
+        """Every node of the partition that can take a task now runs QEMU
+        and reads the files the boots name (a probe task a node); nodes
+        fully in use are not waited for, and the tasks' own check of QEMU
+        makes a boot on a node without it lost, not failed."""
+        rc, out, err = self._slurm("sinfo", "-h", "-N", "-p", self.partition, "-o", "%N %t %m")
+        rows = [line.split() for line in out.splitlines() if len(line.split()) == 3]
+        nodes = sorted({node for node, state, _ in rows if state in ("idle", "mix")})
         if rc != 0 or not nodes:
-            die(f"slurm: partition {self.partition} has no node that can take a task "
-                f"({err or 'sinfo lists none up'}); nothing submitted")
+            die(f"slurm: partition {self.partition} has no node free to probe "
+                f"({err or 'sinfo lists none idle or mixed'}); nothing submitted")
+        need = max((b.mem_mb for b in boots), default=0) + QEMU_MEM_MB
+        most = max(int(m.rstrip("+")) for _, _, m in rows)
+        if need > most:
+            die(f"slurm: a task needs {need} MB and the largest node of partition "
+                f"{self.partition} has {most} MB; nothing submitted")
         files = sorted({str(p) for b in boots for p in b.files})
-        with concurrent.futures.ThreadPoolExecutor(min(16, len(nodes))) as pool:
-            for node, why in zip(nodes, pool.map(lambda n: self._probe(n, files), nodes)):
-                if why:
-                    die(f"slurm: node {node}: {why}; nothing submitted")
+        try:
+            with concurrent.futures.ThreadPoolExecutor(min(16, len(nodes))) as pool:
+                for node, why in zip(nodes, pool.map(lambda n: self._probe(n, files), nodes)):
+                    if why:
+                        die(f"slurm: node {node}: {why}; nothing submitted")
+        finally:
+            self._slurm("scancel", f"--name={self.job_name}-probe")
 
     def _options(self):
         opts = [f"--partition={self.partition}"]
@@ -126,12 +153,13 @@ class SlurmEngine:
         """None if the node runs QEMU and reads files, else why not."""
         cmd = ["srun", *self._options(), f"--nodelist={node}", "--nodes=1", "--ntasks=1",
                "--cpus-per-task=1", "--time=5", f"--job-name={self.job_name}-probe",
-               "--quiet", PY, str(REPO / "guest/boottask.py"), "--check",
+               f"--immediate={PROBE_SECONDS}", "--quiet", PY, str(REPO / "guest/boottask.py"), "--check",
                "--qemu", self.qemu, *[a for f in files for a in ("--file", f)]]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_SECONDS)
+            proc = subprocess.run(cmd, capture_output=True, text=True,
+                                  timeout=PROBE_SECONDS + COMMAND_SECONDS)
         except subprocess.TimeoutExpired:
-            return f"the probe did not run within {PROBE_SECONDS} s"
+            return f"the probe did not end within {PROBE_SECONDS + COMMAND_SECONDS} s"
         if proc.returncode == 0:
             return None
         # The probe's own line, before srun's "task 0: Exited ...".
@@ -149,6 +177,8 @@ class SlurmEngine:
         return math.ceil(max(limits) / 60) + SLACK_MINUTES
 
     def submit(self, boots):
+        if not boots:
+            return
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._submissions += 1
         table = self.workdir / f"tasks-{self._submissions}.json"
@@ -175,12 +205,19 @@ class SlurmEngine:
             self._tasks[job, str(i)] = boot
 
     def _queued(self):
-        """This run's (array job, index) pairs still in the queue."""
+        """This run's (array job, index) pairs still in the queue; a task
+        pending for a reason that never clears is a one-line error."""
         for attempt in range(COMMAND_SECONDS // int(POLL)):
             rc, out, err = self._slurm("squeue", "-h", "-r", "-n", self.job_name,
-                                       "-o", "%F %K %T")
+                                       "-o", "%F|%K|%T|%r")
             if rc == 0:
-                return {tuple(line.split()[:2]) for line in out.splitlines() if line.strip()}
+                rows = [line.split("|") for line in out.splitlines() if line.count("|") == 3]
+                stuck = [r for r in rows if r[2] == "PENDING" and r[3] in NEVER]
+                if stuck:
+                    self.cancel()
+                    die(f"slurm: task {stuck[0][0]}_{stuck[0][1]} can never start "
+                        f"({stuck[0][3]}); cancelled, the boots so far are kept")
+                return {(r[0], r[1]) for r in rows}
             time.sleep(POLL)
         die(f"slurm: squeue failed for {COMMAND_SECONDS} s: {err}; the boots so far are kept")
 
@@ -221,9 +258,26 @@ class SlurmEngine:
                 return ended
             time.sleep(POLL)
 
+    def drain(self):
+        """Start no more tasks; those running go on."""
+        self._slurm("scancel", "--state=PENDING", f"--name={self.job_name}")
+
     def cancel(self):
         self._slurm("scancel", f"--name={self.job_name}")
         self._tasks.clear()
 
     def close(self):
         pass
+
+
+def minutes(limit):
+    """Minutes in a Slurm time limit (sinfo %l: [days-]hours:minutes:seconds,
+    or minutes:seconds); None for none."""
+    if limit in ("infinite", "UNLIMITED", "n/a", "NONE"):
+        return None
+    days, _, clock = limit.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    hours, mins, secs = parts
+    return (int(days or 0) * 24 + hours) * 60 + mins + (secs > 0)

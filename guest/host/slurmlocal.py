@@ -229,9 +229,10 @@ def main(argv=None):
                     help="the cluster's directory: config, state, logs, pids")
     ap.add_argument("--cpus", type=int, help="the node's CPUs (default: this machine's)")
     args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        die("a single-node Slurm runs its daemons as root (slurmd) and munge: "
+            "run this as root")
     if args.action == "start":
-        if os.geteuid() != 0:
-            die("a single-node Slurm runs slurmd as root: run this as root")
         conf = start(args.dir, args.cpus)
         print(f"SLURM_CONF={conf}")
     else:
