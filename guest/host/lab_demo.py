@@ -99,6 +99,8 @@ WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
 # Condition kinds whose boots run chkwin, which watches the lab kernel's
 # windows (the others run no tracer and boot without them).
 TRACED = ("recorded", "rate")
+# Condition kinds whose boots are the walker alone (the workload's boots).
+WALKER = ("pilot", "counting", "control", "aa", "dose")
 # Wall seconds a boot costs beyond its guest seconds, until one is measured
 # (-singlestep boots take about four times their guest seconds as well).
 OVERHEAD = 15
@@ -494,10 +496,20 @@ class Experiment:
         return self.args.boot_seconds
 
     def estimate(self, c):
-        """Wall seconds the next boot of c will take: as its last one did."""
+        """Wall seconds the next boot of c will take: as its last one did;
+        before it has one, as the last walker boot on its clock did (a
+        boot ended by --passes takes its passes' time, not its seconds'),
+        else its guest seconds and OVERHEAD."""
         done = self.of(c["name"])
         if done:
             return done[-1]["wall_seconds"]
+        kinds = {x["name"]: x for x in self.conds}
+        if c["kind"] in WALKER and not c["singlestep"]:
+            like = [b for b in self.boots if kinds[b["condition"]]["kind"] in WALKER
+                    and kinds[b["condition"]]["clock"] == c["clock"]
+                    and not kinds[b["condition"]]["singlestep"]]
+            if like:
+                return like[-1]["wall_seconds"]
         return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
 
     def batch(self, rng):
@@ -505,14 +517,16 @@ class Experiment:
         (one boot of every condition still short, in an order shuffled
         with rng): the whole pilot; else rounds until the A/A's blinded
         look (both flavours at its midpoint) or the plan's end, as many as
-        the budget allows (the first counting round always runs).
-        (rounds [[(condition, n)]], whether the budget cut the plan)."""
+        the budget's projection admits (the first counting round always
+        runs; a batch the projection stopped is followed by another, planned
+        on the times its boots took): [[(condition, n)]], empty when the plan
+        is done or the budget admits no further round."""
         pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
                  if c["kind"] == "pilot"]
         if any(left > 0 for _, left in pilot):
             due = [c for c, left in pilot for _ in range(left)]
             rng.shuffle(due)
-            return [number(due, {c["name"]: self.tried(c) for c in self.conds})], False
+            return [number(due, {c["name"]: self.tried(c) for c in self.conds})]
         have = {c["name"]: self.tried(c) for c in self.conds}
         aa = [c for c in self.conds if c["kind"] == "aa"]
         look = planning.midpoint(self.aa_boots) if aa and self.aa_boots and \
@@ -521,20 +535,22 @@ class Experiment:
         while True:
             due = [c for c in self.conds if have[c["name"]] < self.planned(c)]
             if not due:
-                return rounds, False
+                return rounds
             cost = sum(self.estimate(c) for c in due)
             ahead = (seconds + cost) / min(self.slots, sum(map(len, rounds)) + len(due))
             if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
-                print(f"demo: another round would pass the {self.args.budget:g}-minute "
-                      f"budget, which cuts the plan short: "
-                      f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
-                return rounds, True
+                if not rounds:
+                    print(f"demo: another round would pass the {self.args.budget:g}-minute "
+                          f"budget, which cuts the plan short: "
+                          f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
+                # Else asked again after these, with the times they took.
+                return rounds
             seconds += cost
             rng.shuffle(due)
             rounds.append(number(due, have))
             self.counted = True
             if look and all(have[c["name"]] >= look for c in aa):
-                return rounds, False
+                return rounds
 
     def run_batch(self, rounds, first):
         """The rounds' boots, handed to the engine in round order; each is
@@ -754,7 +770,7 @@ def run(args):
                 exp.save()
                 print(f"demo: the plan, fixed before the first counting boot: "
                       f"{exp.plan_text()}", flush=True)
-            rounds, cut = exp.batch(rng)
+            rounds = exp.batch(rng)
             if not rounds:
                 break
             boots = sum(map(len, rounds))
@@ -768,8 +784,6 @@ def run(args):
                   flush=True)
             exp.run_batch(rounds, rnd + 1)
             rnd += len(rounds)
-            if cut:
-                break
     finally:
         engine.close()
     exp.power_got()

@@ -43,7 +43,7 @@ PROBE_SECONDS = 120
 COMMAND_SECONDS = 60
 # Reasons (squeue %r) for which a pending task would wait forever.
 NEVER = ("PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "BadConstraints",
-         "InvalidAccount", "InvalidQOS", "ReqNodeNotAvail, UnavailableNodes")
+         "InvalidAccount", "InvalidQOS")
 # Minutes a task gets beyond its boot's watchdog (setup, the rename).
 SLACK_MINUTES = 5
 DEFAULT_MINUTES = 60
