@@ -21,7 +21,6 @@ boots planned from a pilot pair for 90% power to say "equivalent" within +-10%
 import argparse
 import os
 import pathlib
-import sys
 import tempfile
 import time
 
@@ -49,16 +48,8 @@ def flags(flavour, window, width, clock, shift=4, seed=None, seconds=30):
 def series(tmp, name, specs, jobs):
     """Boots of specs [(flavour, window, width, clock, shift, seed)], jobs at
     once, through the lab's boot runner; their status.json dicts in order."""
-    boots = [bootrunner.Boot(tmp / f"{name}-{i}", flags(*spec)) for i, spec in enumerate(specs)]
-    engine = bootrunner.LocalEngine(jobs)
-    try:
-        outcomes = bootrunner.run(engine, boots)
-    finally:
-        engine.close()
-    for o in outcomes:
-        if o.returncode != 0:
-            sys.exit(f"clock_bench: error: boot {o.boot.out.name} failed: {o.reason}")
-    return [o.status for o in outcomes]
+    return bootrunner.statuses([bootrunner.Boot(tmp / f"{name}-{i}", flags(*spec))
+                                for i, spec in enumerate(specs)], jobs)
 
 
 def counts(statuses):

@@ -52,15 +52,7 @@ def boot(out, seed, seconds, append, record, scenario="inode-loop"):
 def boots(specs):
     """The boots of specs (boot()'s arguments), two at a time through the
     lab's boot runner; their status.json dicts in order."""
-    engine = bootrunner.LocalEngine(2)
-    try:
-        outcomes = bootrunner.run(engine, [boot(*spec) for spec in specs])
-    finally:
-        engine.close()
-    for o in outcomes:
-        if o.returncode != 0:
-            sys.exit(f"replay_bench: error: boot {o.boot.out.name}: {o.reason}")
-    return [o.status for o in outcomes]
+    return bootrunner.statuses([boot(*spec) for spec in specs], 2)
 
 
 def replay(run, *extra):

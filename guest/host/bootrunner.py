@@ -202,3 +202,17 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
         engine.cancel()
         raise
     return [final[id(b)] for b in boots]
+
+
+def statuses(boots, jobs):
+    """status.json of each boot, run jobs at a time on this machine; a
+    boot that fails or is lost ends the caller with its one-line reason."""
+    engine = LocalEngine(jobs)
+    try:
+        outcomes = run(engine, boots)
+    finally:
+        engine.close()
+    for o in outcomes:
+        if o.returncode != 0:
+            die(f"boot {o.boot.out.name}: {o.reason}")
+    return [o.status for o in outcomes]

@@ -153,7 +153,8 @@ class SlurmEngine:
         """None if the node runs QEMU and reads files, else why not."""
         cmd = ["srun", *self._options(), f"--nodelist={node}", "--nodes=1", "--ntasks=1",
                "--cpus-per-task=1", "--time=5", f"--job-name={self.job_name}-probe",
-               f"--immediate={PROBE_SECONDS}", "--quiet", PY, str(REPO / "guest/boottask.py"), "--check",
+               f"--immediate={PROBE_SECONDS}", "--quiet", PY, str(REPO / "guest/boottask.py"),
+               "--check",
                "--qemu", self.qemu, *[a for f in files for a in ("--file", f)]]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True,
