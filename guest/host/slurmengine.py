@@ -95,7 +95,8 @@ class SlurmEngine:
                     f"or use the local engine")
         rc, out, err = self._slurm("scontrol", "ping")
         if rc != 0 or " is UP" not in out:
-            said = (out.strip().splitlines() or [err or f"exit {rc}"])[-1]
+            # Its first line says where and what; a DOWN one adds a banner.
+            said = (out.strip().splitlines() or [err or f"exit {rc}"])[0]
             die(f"slurm: the controller cannot be reached ({said}); nothing submitted")
         rc, out, err = self._slurm("sinfo", "-h", "-o", "%P %C %l")
         if rc != 0:
