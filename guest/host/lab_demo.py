@@ -3,7 +3,10 @@
 the barrier flavour change their rate?
 
 Conditions are run as many short boots (replicates), interleaved in
-rounds whose order is shuffled with a recorded seed, --jobs at a time.
+rounds whose order is shuffled with a recorded seed, --jobs at a time on
+this machine or as Slurm job arrays (--engine slurm: guest/host/
+bootrunner.py, docs/slurm.md); rounds are handed out in batches that end
+where the plan can change (after the pilot, at the A/A's blinded look).
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
