@@ -307,7 +307,7 @@ def plan_line(doc):
     if got:
         text += ("; the power with the boots the run got: "
                  + "; ".join(f"{c['what']} {c['got']['power'] * 100:.0f}% at "
-                             f"{c['got']['boots']} of {c['got']['planned']} boots a "
+                             f"{c['got']['boots']} of {c['got'].get('planned', c['boots'])} boots a "
                              f"condition (planned {c['power'] * 100:.0f}% at "
                              f"{c['boots']})" for c in got))
     if short:

@@ -118,3 +118,29 @@ def test_a_failed_boot_is_a_result_and_a_lost_one_is_reported(tmp_path):
         "recorded earlier\n"
     assert (tmp_path / ".doomed.unfinished-2" / "status.json").is_file()
     assert not (tmp_path / "doomed" / RESULT).exists()
+
+
+def test_stop_lets_no_queued_boot_start(tmp_path):
+    """on_outcome's STOP: boots queued behind a failed one never start;
+    they come back lost with 0 attempts, not passed to on_outcome.  (The
+    one the pool took up as the first ended may run: it is reported.)"""
+    bad = ["--flavour", "unpatched", "--scenario", "inode-loop", "--smp", "0"]
+    boots = [bootrunner.Boot(tmp_path / f"b{i}", bad) for i in range(6)]
+    seen = []
+
+    def stop_at_first(outcome):
+        seen.append(outcome.boot.out.name)
+        return bootrunner.STOP
+
+    engine = bootrunner.LocalEngine(1)
+    try:
+        outcomes = bootrunner.run(engine, boots, retries=2, on_outcome=stop_at_first)
+    finally:
+        engine.close()
+    ran = [o for o in outcomes if o.attempts]
+    assert [o.boot.out.name for o in ran] == seen and seen[0] == "b0" and len(seen) <= 2
+    assert all(o.returncode == 2 for o in ran)
+    dropped = outcomes[len(ran):]
+    assert [(o.returncode, o.attempts, o.reason) for o in dropped] == \
+        [(None, 0, "not run: the run stopped")] * len(dropped)
+    assert not any(o.boot.out.exists() for o in dropped)

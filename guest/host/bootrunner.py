@@ -138,9 +138,8 @@ class LocalEngine:
                 for f in done]
 
     def drain(self):
-        """Start no more boots; those running go on."""
-        for f in self._running:
-            f.cancel()
+        """Start no more boots; those running go on.  The boots dropped."""
+        return [boot for f, boot in self._running.items() if f.cancel()]
 
     def cancel(self):
         self._cancelled = True
@@ -160,15 +159,15 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
     """Run boots on engine, retrying lost ones; their Outcomes in the
     boots' order.  on_outcome(outcome) is called as each is final (the
     caller records it at once: a killed run keeps what it did); when it
-    returns STOP, no boot that has not started yet will (the engine's
-    queued ones are dropped), those running finish and are reported, and
-    the dropped ones come back lost, attempts 0, never passed to
-    on_outcome.  say(line) reports retries.  Interrupted, the engine's
-    boots are cancelled."""
+    returns STOP, no boot that has not started yet will (the engine drops
+    its queued ones), those running finish and are reported (lost ones
+    with their reason, not retried), and the dropped ones come back lost,
+    attempts 0, never passed to on_outcome.  say(line) reports retries.
+    Interrupted, the engine's boots are cancelled."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     attempts = {id(b): 1 for b in boots}
     final = {}
-    stopping = False
+    stopping, dropped = False, set()
     try:
         if boots:
             engine.submit(boots)
@@ -176,11 +175,11 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
             again = []
             for boot, lost in engine.wait():
                 n = attempts[id(boot)]
-                if stopping and lost is not None:
+                if id(boot) in dropped:
                     final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
                                               [], "", 0, 0.0)
                     continue
-                if lost is not None and n <= retries:
+                if lost is not None and n <= retries and not stopping:
                     say(f"boot {boot.out.name} lost ({lost}); run again with the same "
                         f"flags, attempt {n + 1} of {retries + 1}")
                     attempts[id(boot)] = n + 1
@@ -191,13 +190,13 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
                 final[id(boot)] = outcome
                 if on_outcome and on_outcome(outcome) is STOP and not stopping:
                     stopping = True
-                    engine.drain()
-            if again and not stopping:
-                engine.submit(again)
-            elif again:
-                for boot in again:
+                    dropped = {id(b) for b in engine.drain()}
+            for boot in again:
+                if stopping:
                     final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
                                               [], "", 0, 0.0)
+            if again and not stopping:
+                engine.submit(again)
     except BaseException:
         engine.cancel()
         raise

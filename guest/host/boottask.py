@@ -41,6 +41,9 @@ QEMU = "qemu-system-aarch64"
 RESULT = "task.json"
 # Lines of run.py's stderr a result keeps.
 STDERR_LINES = 40
+# run.py's options that name a file the boot reads: one a node cannot
+# read loses the boot (another node may), it is not the boot's failure.
+READS = ("--kernel", "--initramfs", "--disk", "--lab-windows", "--rootfs", "--tools")
 # Signals that end a QEMU from outside the boot.
 OUTSIDE = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -83,11 +86,17 @@ def run_boot(out, flags):
         aside = set_aside(out)
         print(f"boottask: an unfinished attempt was in {out}; moved to {aside}",
               file=sys.stderr)
-    # A node without QEMU loses the boot (another node may have it); it
-    # is not the boot's failure.
+    # A node without QEMU or the files loses the boot (another node may
+    # have them); it is not the boot's failure.
     qemu = flags[flags.index("--qemu") + 1] if "--qemu" in flags[:-1] else QEMU
     if shutil.which(qemu) is None:
         die(f"{socket.gethostname()}: {qemu} not found (install qemu-system-arm)")
+    for option in READS:
+        if option in flags[:-1]:
+            path = flags[flags.index(option) + 1]
+            if not os.access(path, os.R_OK):
+                die(f"{socket.gethostname()}: cannot read {path} ({option}; is the cache "
+                    "on a filesystem every node mounts?)")
     start = time.monotonic()
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(out)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -25,6 +25,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 from guest.host.bootrunner import PY, QEMU_MEM_MB, REPO
@@ -42,8 +43,7 @@ RESULT_GRACE = 60
 PROBE_SECONDS = 120
 COMMAND_SECONDS = 60
 # Reasons (squeue %r) for which a pending task would wait forever.
-NEVER = ("PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "BadConstraints",
-         "InvalidAccount", "InvalidQOS")
+NEVER = ("PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS")
 # Minutes a task gets beyond its boot's watchdog (setup, the rename).
 SLACK_MINUTES = 5
 DEFAULT_MINUTES = 60
@@ -121,27 +121,38 @@ class SlurmEngine:
 
     def check_nodes(self, boots):
         """Every node of the partition that can take a task now runs QEMU
-        and reads the files the boots name (a probe task a node); nodes
-        fully in use are not waited for, and the tasks' own check of QEMU
-        makes a boot on a node without it lost, not failed."""
+        and reads the files the boots name (a probe task a node); a node
+        that cannot be had at once is skipped, said in a line, and left to
+        the tasks' own check (a boot on a node without QEMU or the files
+        is lost and retried, not failed)."""
         rc, out, err = self._slurm("sinfo", "-h", "-N", "-p", self.partition, "-o", "%N %t %m")
         rows = [line.split() for line in out.splitlines() if len(line.split()) == 3]
-        nodes = sorted({node for node, state, _ in rows if state in ("idle", "mix")})
-        if rc != 0 or not nodes:
-            die(f"slurm: partition {self.partition} has no node free to probe "
-                f"({err or 'sinfo lists none idle or mixed'}); nothing submitted")
+        if rc != 0 or not rows:
+            die(f"slurm: partition {self.partition} lists no node "
+                f"({err or 'sinfo lists none'}); nothing submitted")
         need = max((b.mem_mb for b in boots), default=0) + QEMU_MEM_MB
         most = max(int(m.rstrip("+")) for _, _, m in rows)
         if need > most:
             die(f"slurm: a task needs {need} MB and the largest node of partition "
                 f"{self.partition} has {most} MB; nothing submitted")
+        nodes = sorted({node for node, state, _ in rows if state in ("idle", "mix")})
+        if not nodes:
+            print(f"slurm: no node of {self.partition} is free to probe now; each task "
+                  "checks QEMU and its files itself", file=sys.stderr)
+            return
         files = sorted({str(p) for b in boots for p in b.files})
+        pool = concurrent.futures.ThreadPoolExecutor(min(16, len(nodes)))
         try:
-            with concurrent.futures.ThreadPoolExecutor(min(16, len(nodes))) as pool:
-                for node, why in zip(nodes, pool.map(lambda n: self._probe(n, files), nodes)):
-                    if why:
-                        die(f"slurm: node {node}: {why}; nothing submitted")
+            probes = {pool.submit(self._probe, n, files): n for n in nodes}
+            for done in concurrent.futures.as_completed(probes):
+                why, busy = done.result()
+                if busy:
+                    print(f"slurm: node {probes[done]} was not free at once, not probed "
+                          f"({why})", file=sys.stderr)
+                elif why:
+                    die(f"slurm: node {probes[done]}: {why}; nothing submitted")
         finally:
+            pool.shutdown(wait=False, cancel_futures=True)
             self._slurm("scancel", f"--name={self.job_name}-probe")
 
     def _options(self):
@@ -151,9 +162,10 @@ class SlurmEngine:
         return opts
 
     def _probe(self, node, files):
-        """None if the node runs QEMU and reads files, else why not."""
+        """(None, False) if the node runs QEMU and reads files; (why not,
+        False); or (srun's line, True) when the node could not be had."""
         cmd = ["srun", *self._options(), f"--nodelist={node}", "--nodes=1", "--ntasks=1",
-               "--cpus-per-task=1", "--time=5", f"--job-name={self.job_name}-probe",
+               "--cpus-per-task=1", "--mem=64", "--time=5", f"--job-name={self.job_name}-probe",
                f"--immediate={PROBE_SECONDS}", "--quiet", PY, str(REPO / "guest/boottask.py"),
                "--check",
                "--qemu", self.qemu, *[a for f in files for a in ("--file", f)]]
@@ -161,14 +173,16 @@ class SlurmEngine:
             proc = subprocess.run(cmd, capture_output=True, text=True,
                                   timeout=PROBE_SECONDS + COMMAND_SECONDS)
         except subprocess.TimeoutExpired:
-            return f"the probe did not end within {PROBE_SECONDS + COMMAND_SECONDS} s"
+            return f"the probe did not end within {PROBE_SECONDS + COMMAND_SECONDS} s", True
         if proc.returncode == 0:
-            return None
+            return None, False
         # The probe's own line, before srun's "task 0: Exited ...".
         lines = proc.stderr.strip().splitlines()
-        said = [ln for ln in lines if not ln.startswith("srun:")] or lines
-        return re.sub(r"^boottask(\.py)?: error: ", "", said[-1]) if said else \
-            f"the probe exited {proc.returncode}"
+        own = [ln for ln in lines if not ln.startswith("srun:")]
+        if own:
+            return re.sub(r"^boottask(\.py)?: error: ", "", own[-1]), False
+        said = lines[-1] if lines else f"the probe exited {proc.returncode}"
+        return said, bool(re.search(r"allocat|[Ii]mmediate", said))
 
     def _minutes(self, boots):
         if self.time_limit:
@@ -221,7 +235,8 @@ class SlurmEngine:
                         f"({stuck[0][3]}); cancelled, the boots so far are kept")
                 return {(r[0], r[1]) for r in rows}
             time.sleep(POLL)
-        die(f"slurm: squeue failed for {COMMAND_SECONDS} s: {err}; the boots so far are kept")
+        die(f"slurm: squeue failed {COMMAND_SECONDS // int(POLL)} times in a row: {err}; "
+            "the boots so far are kept")
 
     def _why(self, job, index):
         """(state, why a task that left the queue has no result), or
@@ -261,8 +276,13 @@ class SlurmEngine:
             time.sleep(POLL)
 
     def drain(self):
-        """Start no more tasks; those running go on."""
+        """Start no more tasks; those running go on.  The boots dropped
+        (the tasks pending when asked)."""
+        rc, out, _ = self._slurm("squeue", "-h", "-r", "-t", "PENDING", "-n", self.job_name,
+                                 "-o", "%F|%K")
+        pending = {tuple(line.split("|")) for line in out.splitlines() if "|" in line}
         self._slurm("scancel", "--state=PENDING", f"--name={self.job_name}")
+        return [boot for key, boot in self._tasks.items() if key in pending]
 
     def cancel(self):
         self._slurm("scancel", f"--name={self.job_name}")
