@@ -28,6 +28,7 @@ import threading
 
 from guest.host.boottask import PY, REPO, RESULT
 from guest.host.cachedir import die
+from guest.host.run import QEMU
 # Attempts beyond the first for a boot whose task was lost.
 RETRIES = 2
 # What a boot's QEMU uses beyond the guest's memory (MiB).
@@ -82,7 +83,7 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, jobs, qemu="qemu-system-aarch64"):
+    def __init__(self, jobs, qemu=QEMU):
         self.slots = jobs
         self.qemu = qemu
         self._pool = concurrent.futures.ThreadPoolExecutor(jobs)

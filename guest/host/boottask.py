@@ -34,10 +34,10 @@ import sys
 import time
 
 from guest.host.cachedir import die, write_json
+from guest.host.run import QEMU
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
-QEMU = "qemu-system-aarch64"
 RESULT = "task.json"
 # Lines of run.py's stderr a result keeps.
 STDERR_LINES = 40
@@ -88,15 +88,10 @@ def run_boot(out, flags):
               file=sys.stderr)
     # A node without QEMU or the files loses the boot (another node may
     # have them); it is not the boot's failure.
-    qemu = flags[flags.index("--qemu") + 1] if "--qemu" in flags[:-1] else QEMU
-    if shutil.which(qemu) is None:
-        die(f"{socket.gethostname()}: {qemu} not found (install qemu-system-arm)")
-    for option in READS:
-        if option in flags[:-1]:
-            path = flags[flags.index(option) + 1]
-            if not os.access(path, os.R_OK):
-                die(f"{socket.gethostname()}: cannot read {path} ({option}; is the cache "
-                    "on a filesystem every node mounts?)")
+    why = unable(flag(flags, "--qemu", QEMU),
+                 [path for option in READS if (path := flag(flags, option))])
+    if why:
+        die(why)
     start = time.monotonic()
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(out)],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -116,18 +111,32 @@ def run_boot(out, flags):
         "wall_seconds": round(time.monotonic() - start, 1)})
 
 
+def flag(flags, option, default=None):
+    """The value run.py's flags give option, or default."""
+    return flags[flags.index(option) + 1] if option in flags[:-1] else default
+
+
+def unable(qemu, files):
+    """Why this node cannot run a boot (no such QEMU, a file it names
+    unreadable), or None."""
+    if shutil.which(qemu) is None:
+        return f"{socket.gethostname()}: {qemu} not found (install qemu-system-arm)"
+    for path in files:
+        if not os.access(path, os.R_OK):
+            return (f"{socket.gethostname()}: cannot read {path} (is the cache on a "
+                    "filesystem every node mounts?)")
+    return None
+
+
 def check_node(qemu, files):
     """A node's probe before anything is submitted: QEMU runs, Python and
     the task's tree are here, every file the boots name is readable."""
-    if shutil.which(qemu) is None:
-        die(f"{socket.gethostname()}: {qemu} not found (install qemu-system-arm)")
+    why = unable(qemu, files)
+    if why:
+        die(why)
     proc = subprocess.run([qemu, "--version"], capture_output=True, text=True)
     if proc.returncode != 0:
         die(f"{socket.gethostname()}: {qemu} --version exited {proc.returncode}")
-    for path in files:
-        if not os.access(path, os.R_OK):
-            die(f"{socket.gethostname()}: cannot read {path} (is the cache on a "
-                "filesystem every node mounts?)")
     print(f"{socket.gethostname()}: ok: {(proc.stdout.splitlines() or ['?'])[0]}")
 
 

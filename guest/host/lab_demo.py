@@ -179,7 +179,7 @@ def parse_args(argv=None):
     ap.add_argument("--retries", type=int, default=bootrunner.RETRIES,
                     help="times a lost boot (its task killed: scancel, a time limit, "
                          f"a lost node) runs again, same seed (default {bootrunner.RETRIES})")
-    ap.add_argument("--qemu", default="qemu-system-aarch64", metavar="PATH",
+    ap.add_argument("--qemu", default=run_py.QEMU, metavar="PATH",
                     help="the QEMU binary where boots run (default: on PATH)")
     ap.add_argument("--boots", type=int, default=4,
                     help="boots of each counting and control condition (default 4)")
@@ -636,7 +636,7 @@ class Experiment:
         disk and files the boot reads, its settings and phase seed, so a
         batch node builds nothing), its results in a directory of its own."""
         out = self.top / f"{c['name']}-{n}"
-        scenario = "record" if c["kind"] in ("recorded", "rate") else self.args.workload
+        scenario = "record" if c["kind"] in TRACED else self.args.workload
         smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
                                                  else self.args.smp)
         art = self.artifacts
@@ -735,7 +735,7 @@ def loop_instructions(kernel_dir):
 
 
 def make_engine(args, top):
-    """The engine the boots run on, checked before anything runs."""
+    """The engine the boots run on (run() checks it before any boot)."""
     if args.engine == "slurm":
         return SlurmEngine(top / "slurm", args.partition, args.account, args.time_limit,
                            args.jobs, args.qemu)

@@ -55,6 +55,7 @@ from guest.host import recordreplay
 
 GUEST = pathlib.Path(__file__).resolve().parents[1]
 PY = "/usr/bin/python3"
+QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
 CALLS_RE = re.compile(r"^CHKWIN-CALLS (\d+)\s*$", re.M)
@@ -315,8 +316,8 @@ def parse_args():
                     help="the lab kernel's windows file, already made (a batch task "
                          "names it: a node never builds); default: stackscan's for "
                          "the kernel's vmlinux, from the cache")
-    ap.add_argument("--qemu", default="qemu-system-aarch64", metavar="PATH",
-                    help="the QEMU binary (default: qemu-system-aarch64 on PATH)")
+    ap.add_argument("--qemu", default=QEMU, metavar="PATH",
+                    help=f"the QEMU binary (default: {QEMU} on PATH)")
     ap.add_argument("--no-lab-windows", action="store_true",
                     help="a lab kernel boots without its windows file "
                          "(lab.windows: what stackscan finds in its vmlinux, "

@@ -31,6 +31,7 @@ import time
 from guest.host.bootrunner import PY, QEMU_MEM_MB, REPO
 from guest.host.boottask import RESULT
 from guest.host.cachedir import die
+from guest.host.run import QEMU
 
 # Seconds between looks at the queue; what a task's start and end cost
 # beyond its boot is measured in bench/RESULTS.md ("The boot runner's
@@ -53,7 +54,7 @@ class SlurmEngine:
     name = "slurm"
 
     def __init__(self, workdir, partition=None, account=None, time_limit=None,
-                 jobs=None, qemu="qemu-system-aarch64"):
+                 jobs=None, qemu=QEMU):
         self.workdir = pathlib.Path(workdir)
         self.partition, self.account = partition, account
         self.time_limit, self.jobs, self.qemu = time_limit, jobs, qemu
