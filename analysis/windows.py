@@ -171,16 +171,25 @@ def symbols_from(path):
     return out
 
 
+def instruction_windows(symbols, name, tag):
+    """Windows-file lines watching each instruction of the core kernel's
+    function name on its own (TAG.0x0, TAG.0x4, ...: adjacent windows, so
+    that the inclusive ends are tested), placed by symbols (symbols_from)."""
+    (start, end), = symbols[(None, name)]
+    return [f"{tag}.{off:#x} {name}+{off:#x} {name}+{off:#x}"
+            for off in range(0, end - start, 4)]
+
+
 def idle_windows(symbols):
     """A windows file's text over a kernel's idle path, placed by its own
-    symbols (symbols_from): cpu_do_idle one instruction a window (adjacent
-    windows, so that the inclusive ends are tested), default_idle_call in
-    two adjacent halves, do_idle whole.  Where a kernel has no window of
-    its own, this is where most interrupts of an idle CPU land."""
+    symbols (symbols_from): cpu_do_idle and arch_cpu_idle one instruction
+    a window, default_idle_call in two adjacent halves, do_idle whole.
+    Where a kernel has no window of its own, this is where most interrupts
+    of an idle CPU land: where the idle path unmasks them after wfi (6.1
+    in arch_cpu_idle, 6.12 in default_idle_call)."""
     lines = ["chkwin-windows 1"]
-    (start, end), = symbols[(None, "cpu_do_idle")]
-    lines += [f"idle.{off:#x} cpu_do_idle+{off:#x} cpu_do_idle+{off:#x}"
-              for off in range(0, end - start, 4)]
+    lines += instruction_windows(symbols, "cpu_do_idle", "idle")
+    lines += instruction_windows(symbols, "arch_cpu_idle", "arch")
     (start, end), = symbols[(None, "default_idle_call")]
     half = (end - start) // 8 * 4
     lines += [f"call.lo default_idle_call default_idle_call+{half - 4:#x}",

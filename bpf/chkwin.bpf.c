@@ -105,6 +105,11 @@ struct {
 	__type(value, struct inflight);
 } inflights SEC(".maps");
 
+/* arm64's pt_regs ends its user part with sp, pc, pstate: one read. */
+struct sp_pc_pstate {
+	__u64 sp, pc, pstate;
+};
+
 /* The hardirq arrival being handled on this CPU, entry to exit. */
 struct arrival {
 	__u64 ts;
@@ -118,7 +123,10 @@ struct arrival {
 	__u8 func;
 	__u8 active;
 	__u8 in_chksum;
+	/* kprobe+kretprobe:do_interrupt_handler: the exception's, while it lasts. */
+	__u8 saved_fresh;
 	char ipi[CHKWIN_IPI_NAME_LEN];
+	struct sp_pc_pstate saved;
 };
 
 struct {
@@ -791,13 +799,8 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->active = 1;
 }
 
-/* Weak: kernels without KALLSYMS_ALL lack it and load irq_entry_stack instead. */
+/* Weak: kernels without KALLSYMS_ALL lack it and load another irq entry instead. */
 extern struct pt_regs *__irq_regs __ksym __weak;
-
-/* arm64's pt_regs ends its user part with sp, pc, pstate: one read. */
-struct sp_pc_pstate {
-	__u64 sp, pc, pstate;
-};
 
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
@@ -820,7 +823,63 @@ int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 }
 
 /*
- * Without __irq_regs (no KALLSYMS_ALL): the frame after the EL1 irq vector
+ * Without __irq_regs in kallsyms (Debian's 6.1): arm64's entry code hands
+ * the exception's saved registers to do_interrupt_handler(), which runs
+ * every handler of the exception (GICv2 takes several interrupts in one)
+ * with interrupts masked.  The regs are kept on this CPU from its entry to
+ * its return; an arrival whose kprobe did not run (one inside another
+ * kprobe's handler is skipped) is unknown, never another's.
+ */
+SEC("kprobe/do_interrupt_handler")
+int BPF_KPROBE(irq_regs_kprobe, struct pt_regs *regs)
+{
+	struct arrival *a;
+
+	if (!wanted())
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	if (!a)
+		return 0;
+	a->saved_fresh = !bpf_probe_read_kernel(&a->saved, sizeof(a->saved),
+						__builtin_preserve_access_index(&regs->sp));
+	return 0;
+}
+
+SEC("kretprobe/do_interrupt_handler")
+int BPF_KRETPROBE(irq_regs_kretprobe)
+{
+	struct arrival *a;
+
+	if (!wanted())
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	if (a)
+		a->saved_fresh = 0;
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irq_entry_saved, int irq, struct irqaction *action)
+{
+	struct arrival *a;
+	struct sp_pc_pstate at;
+
+	if (!wanted())
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	if (!a)
+		return 0;
+	if (!a->saved_fresh) {
+		arrival_start(irq, 0, 0, 1, false);
+		return 0;
+	}
+	at = a->saved;
+	arrival_start(irq, at.pc, at.sp, (at.pstate >> 2) & 3, true);
+	return 0;
+}
+
+/*
+ * Without either (no kprobes): the frame after the EL1 irq vector
  * in the kernel stack is the interrupted pc; a stack that ends in the EL0
  * vector came from user space.
  */

@@ -27,6 +27,14 @@ const char *const chkwin_record_names[] = {
 	NULL,
 };
 
+const char *const chkwin_irq_pc_names[] = {
+	[IRQ_PC_AUTO] = "auto",
+	[IRQ_PC_IRQ_REGS] = "irq_regs",
+	[IRQ_PC_KPROBE] = "kprobe",
+	[IRQ_PC_STACK] = "stack",
+	NULL,
+};
+
 const char *argp_program_version = "chkwin 0.1";
 
 static const char doc[] =
@@ -55,6 +63,7 @@ enum {
 	OPT_WINDOWS,
 	OPT_PROG_STATS,
 	OPT_SNAPSHOT_ON,
+	OPT_IRQ_PC,
 };
 
 static const struct argp_option options[] = {
@@ -64,6 +73,7 @@ static const struct argp_option options[] = {
 	{ "cpu", 'c', "N", 0, "Record CPU N only", 0 },
 	{ "sample-hz", 'F', "HZ", 0, "Add a cpu-clock sampler at HZ per CPU (an interrupt source; the log says so)", 0 },
 	{ "mode", 'm', "MODE", 0, "auto (default), tracepoint (lab kernels only) or fallback (kprobes)", 0 },
+	{ "irq-pc", OPT_IRQ_PC, "HOW", 0, "Where the interrupted pc comes from: auto (default: the first this kernel allows), irq_regs (__irq_regs), kprobe (do_interrupt_handler's regs) or stack (pc only)", 0 },
 	{ "read", 'r', "FILE", 0, "Decode the log FILE and exit", 0 },
 	{ "quiet", 'q', NULL, 0, "No live summary", 0 },
 	{ "verbose", 'v', NULL, 0, "libbpf debug output and the attach mode of each probe", 0 },
@@ -160,6 +170,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'm':
 		o->mode = (enum chkwin_attach_mode)parse_choice(state, "mode", arg, modes);
+		break;
+	case OPT_IRQ_PC:
+		o->irq_pc = (enum chkwin_irq_pc)parse_choice(state, "irq-pc", arg,
+							     chkwin_irq_pc_names);
 		break;
 	case 'r':
 		o->read_path = arg;

@@ -124,8 +124,11 @@ static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 	bpf_program__set_autoload(s->progs.iget_fexit, iget && p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_entry, iget && !p->use_fexit_iget);
 	bpf_program__set_autoload(s->progs.iget_return, iget && !p->use_fexit_iget);
-	bpf_program__set_autoload(s->progs.irq_entry_regs, irq && p->use_irq_regs);
-	bpf_program__set_autoload(s->progs.irq_entry_stack, irq && !p->use_irq_regs);
+	bpf_program__set_autoload(s->progs.irq_entry_regs, irq && p->irq_pc == IRQ_PC_IRQ_REGS);
+	bpf_program__set_autoload(s->progs.irq_regs_kprobe, irq && p->irq_pc == IRQ_PC_KPROBE);
+	bpf_program__set_autoload(s->progs.irq_regs_kretprobe, irq && p->irq_pc == IRQ_PC_KPROBE);
+	bpf_program__set_autoload(s->progs.irq_entry_saved, irq && p->irq_pc == IRQ_PC_KPROBE);
+	bpf_program__set_autoload(s->progs.irq_entry_stack, irq && p->irq_pc == IRQ_PC_STACK);
 	bpf_program__set_autoload(s->progs.irq_exit, irq);
 	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, HOOK_IPI));
 	bpf_program__set_autoload(s->progs.softirq_entry, softirq);

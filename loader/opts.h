@@ -34,6 +34,17 @@ enum chkwin_attach_mode {
 	ATTACH_FALLBACK,	/* kprobes as on a stock kernel */
 };
 
+/* --irq-pc: where an interrupt's interrupted pc, sp and pstate come from. */
+enum chkwin_irq_pc {
+	IRQ_PC_AUTO,		/* the first of the others this kernel allows */
+	IRQ_PC_IRQ_REGS,	/* __irq_regs (kallsyms must have it) */
+	IRQ_PC_KPROBE,		/* a kprobe on do_interrupt_handler(regs, handler) */
+	IRQ_PC_STACK,		/* the frame after the irq vector; pc only */
+};
+
+/* --irq-pc values, indexed by enum chkwin_irq_pc. */
+extern const char *const chkwin_irq_pc_names[];
+
 enum chkwin_format {
 	FORMAT_TEXT,
 	FORMAT_JSON,
@@ -52,6 +63,7 @@ struct chkwin_opts {
 	long sample_hz;		/* 0: no sampler */
 	bool off[HOOKS];	/* turned off by the user */
 	enum chkwin_attach_mode mode;
+	enum chkwin_irq_pc irq_pc;
 	enum chkwin_record_mode record;
 	long history;		/* failures mode: K, records per history ring */
 	long wakeup_kb;		/* 0: wake user space per record */

@@ -4,14 +4,19 @@
  * ext4 checksum tracepoints; a stock kernel inlines ext4_chksum(), so the
  * crc32c shash update and __ext4_iget() are kprobed instead (caller kinds
  * then come from the stack, callers.c).  fexit is
- * used only if a real attach succeeds (arm64 6.1 cannot: -ENOTSUPP), and
- * the interrupted pc comes from __irq_regs only where kallsyms has it.
+ * used only if a real attach succeeds (arm64 6.1 cannot: -ENOTSUPP).  The
+ * interrupted pc, sp and pstate come from __irq_regs where kallsyms has it
+ * (KALLSYMS_ALL), else from the regs arm64 hands do_interrupt_handler()
+ * (kprobed, and kretprobed where they stop being the current ones) where
+ * a kprobe there registers, else the pc alone from the stack.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -122,6 +127,35 @@ static bool fexit_attaches(const struct kernel_btf *kb, const char *func)
 	if (link_fd < 0)
 		return false;
 	close(link_fd);
+	return true;
+}
+
+/* The kernel function whose first argument is the interrupted context's regs. */
+#define IRQ_REGS_FUNC "do_interrupt_handler"
+
+/*
+ * Whether a kprobe on func registers: creating the perf kprobe event is
+ * where the kernel refuses a blacklisted or unknown function.
+ */
+static bool kprobe_registers(const char *func)
+{
+	struct perf_event_attr attr = { .size = sizeof(attr) };
+	FILE *f = fopen("/sys/bus/event_source/devices/kprobe/type", "r");
+	int type, fd;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%d", &type) != 1) {
+		fclose(f);
+		return false;
+	}
+	fclose(f);
+	attr.type = (__u32)type;
+	attr.config1 = (__u64)(unsigned long)func;
+	fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
 	return true;
 }
 
@@ -237,21 +271,45 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	return 0;
 }
 
+static bool irq_pc_may(const struct chkwin_opts *o, enum chkwin_irq_pc how)
+{
+	return o->irq_pc == how || o->irq_pc == IRQ_PC_AUTO;
+}
+
 static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		    const struct ksyms *ks, struct chkwin_plan *p)
 {
+	int n = 0;
+
 	if (o->off[HOOK_IRQ]) {
 		p->mode[HOOK_IRQ] = "off";
 	} else if (!has_tp(kb, "irq_handler_entry") || !has_tp(kb, "irq_handler_exit")) {
 		return failed(p, "no irq_handler_entry/exit tracepoints in %s", "kernel BTF");
-	} else if (o->mode != ATTACH_FALLBACK && ksyms_addr(ks, "__irq_regs")) {
+	} else if (irq_pc_may(o, IRQ_PC_IRQ_REGS) &&
+		   /* Fallback means as on a kernel without KALLSYMS_ALL. */
+		   (o->mode != ATTACH_FALLBACK || o->irq_pc == IRQ_PC_IRQ_REGS) &&
+		   ksyms_addr(ks, "__irq_regs")) {
 		p->mode[HOOK_IRQ] = "tp_btf+irq_regs";
-		p->use_irq_regs = true;
-	} else if (!ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
+		p->irq_pc = IRQ_PC_IRQ_REGS;
+	} else if (irq_pc_may(o, IRQ_PC_KPROBE) &&
+		   ksyms_pick(ks, IRQ_REGS_FUNC, NULL, &n) && n == 1 &&
+		   kprobe_registers(IRQ_REGS_FUNC)) {
+		p->mode[HOOK_IRQ] = "tp_btf+kprobe+kretprobe:" IRQ_REGS_FUNC;
+		p->irq_pc = IRQ_PC_KPROBE;
+	} else if (irq_pc_may(o, IRQ_PC_STACK) &&
+		   !ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
 		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
 		p->mode[HOOK_IRQ] = "tp_btf+stack";
+		p->irq_pc = IRQ_PC_STACK;
+	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
+		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
+			      "__irq_regs");
+	} else if (o->irq_pc == IRQ_PC_KPROBE) {
+		return failed(p, "--irq-pc kprobe: no single %s in kallsyms, or it refuses "
+			      "a kprobe", IRQ_REGS_FUNC);
 	} else {
-		return failed(p, "neither __irq_regs nor the %s vectors in kallsyms",
+		return failed(p, "no way to the interrupted pc: no __irq_regs, no kprobe on "
+			      IRQ_REGS_FUNC ", no %s vectors in kallsyms",
 			      "el1h_64_irq/el0t_64_irq");
 	}
 

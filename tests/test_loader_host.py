@@ -77,7 +77,8 @@ def test_help_has_examples(built):
                                   ["1", "2", "3"], ["--cpu", "x"], ["-R", "some"],
                                   ["--history", "0"], ["--history", "65537"],
                                   ["--wakeup-kb", "-1"], ["--snapshot-on", "sometimes"],
-                                  ["--snapshot-on", "window"], ["--windows"]])
+                                  ["--snapshot-on", "window"], ["--windows"],
+                                  ["--irq-pc", "exact"]])
 def test_bad_flags_fail_with_one_error_line(built, argv):
     proc = subprocess.run([str(built / "host" / "chkwin"), *argv],
                           capture_output=True, text=True)
