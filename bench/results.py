@@ -37,6 +37,11 @@ BENCHES = {
     "windows": ["bench.windows_bench"],
     "event-cost": ["bench.event_cost"],
     "stock-scan": ["bench.stock_scan_bench"],
+    # The interrupted pc: the kprobe against the stack where __irq_regs is
+    # missing (6.1), and all three where it is there (6.12).
+    "irq-pc": ["bench.irq_pc_bench"],
+    "irq-pc-612": ["bench.irq_pc_bench", "--stock-package", "6.12",
+                   "--methods", "irq_regs,kprobe,stack"],
     "peers": ["bench.peers"],
     # 20 s pieces: an icount pass takes seconds, and 5 s held 2-4 of them.
     "peers-icount": ["bench.peers", "--clock", "icount", "--seconds", "20"],
