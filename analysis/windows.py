@@ -182,18 +182,15 @@ def instruction_windows(symbols, name, tag):
 
 def idle_windows(symbols):
     """A windows file's text over a kernel's idle path, placed by its own
-    symbols (symbols_from): cpu_do_idle and arch_cpu_idle one instruction
-    a window, default_idle_call in two adjacent halves, do_idle whole.
+    symbols (symbols_from): cpu_do_idle, arch_cpu_idle and
+    default_idle_call one instruction a window, do_idle whole.
     Where a kernel has no window of its own, this is where most interrupts
     of an idle CPU land: where the idle path unmasks them after wfi (6.1
     in arch_cpu_idle, 6.12 in default_idle_call)."""
     lines = ["chkwin-windows 1"]
     lines += instruction_windows(symbols, "cpu_do_idle", "idle")
     lines += instruction_windows(symbols, "arch_cpu_idle", "arch")
-    (start, end), = symbols[(None, "default_idle_call")]
-    half = (end - start) // 8 * 4
-    lines += [f"call.lo default_idle_call default_idle_call+{half - 4:#x}",
-              f"call.hi default_idle_call+{half:#x} default_idle_call+{end - start - 4:#x}"]
+    lines += instruction_windows(symbols, "default_idle_call", "call")
     (start, end), = symbols[(None, "do_idle")]
     lines.append(f"do_idle do_idle do_idle+{end - start - 4:#x}")
     return "\n".join(lines) + "\n"

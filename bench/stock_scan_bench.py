@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 
+from analysis import chkwinlog
 from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
@@ -76,8 +77,8 @@ def findings(rep, where):
 def watch(spec, sysmap, found, tmp):
     """chkwin --windows on the kernel, one 15 s rk-loop boot: the windows
     stackscan found, or where it found none, hand-picked ones over the idle
-    path (windows.idle_windows).  (kind, {window: arrivals per million
-    interrupts}, interrupts)."""
+    path (windows.idle_windows).  (kind and the plan's way to the
+    interrupted pc, {window: arrivals per million interrupts}, interrupts)."""
     wfile = tmp / f"{spec}.windows"
     if found:
         sys.exit(f"stock_scan_bench: error: {spec}: stackscan found windows; watch them "
@@ -95,7 +96,13 @@ def watch(spec, sysmap, found, tmp):
     result = json.loads((out / "status.json").read_text())["chkwin"]
     irqs = result["irq_arrivals"]
     per_million = {name: n * 1e6 / irqs for name, n in result["watched_arrivals"].items()}
-    return "idle path (no stackscan window)", per_million, irqs
+    log = chkwinlog.read(out / "log.bin")
+    shares = [f"{int(log.trailer['count.irq.unknown']) / irqs:.2%} unknown"]
+    missed = log.trailer.get("count.irq_pc_stack", chkwinlog.NOT_ATTACHED)
+    if missed != chkwinlog.NOT_ATTACHED:
+        shares.append(f"{int(missed) / irqs:.2%} missed by the kprobe, pc from the stack")
+    return (f"idle path (no stackscan window), irq `{log.header['mode.irq']}` "
+            f"({', '.join(shares)})", per_million, irqs)
 
 
 def one_kernel(stackscan, spec, tmp):

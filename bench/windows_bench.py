@@ -83,7 +83,7 @@ def main():
             what = "no window watched" if n is None else \
                 f"{n:,} window{'s' if n > 1 else ''} (search: {steps(n)} " \
                 f"lookup{'s' if steps(n) > 1 else ''} at most)"
-            prog = next((p for p in ("irq_entry_regs", "irq_entry_stack")
+            prog = next((p for p in ("irq_entry_regs", "irq_entry_saved", "irq_entry_stack")
                          if p in result["programs"]), "irq_entry_regs")
             entry[n] = instructions(result, prog, args.shift)
             rows.append((f"{what}: {prog} a run", per_run(result, prog, args.shift)))

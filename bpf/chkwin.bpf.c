@@ -799,6 +799,48 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->active = 1;
 }
 
+/*
+ * Without __irq_regs in kallsyms (Debian's 6.1): arm64's entry code hands
+ * the exception's saved registers to do_interrupt_handler(), which runs
+ * every handler of the exception (GICv2 takes several interrupts in one)
+ * with interrupts masked.  The regs are kept on this CPU from its entry to
+ * its return; an arrival whose kprobe did not run (one inside another
+ * kprobe's handler is skipped) takes its pc from the stack, never another
+ * arrival's regs.  Programs
+ * attach in the object's order (by section) and detach in reverse, so
+ * these come before every irq_handler_entry program, the kretprobe first:
+ * no regs are kept while nothing would end them, nor read while the
+ * kprobe is not there to renew them.
+ * Pseudo-NMIs (off by default) could interleave two exceptions' regs.
+ */
+SEC("kretprobe/do_interrupt_handler")
+int BPF_KRETPROBE(irq_regs_kretprobe)
+{
+	struct arrival *a;
+
+	if (!wanted())
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	if (a)
+		a->saved_fresh = 0;
+	return 0;
+}
+
+SEC("kprobe/do_interrupt_handler")
+int BPF_KPROBE(irq_regs_kprobe, struct pt_regs *regs)
+{
+	struct arrival *a;
+
+	if (!wanted())
+		return 0;
+	a = bpf_map_lookup_elem(&arrivals, &zero);
+	if (!a)
+		return 0;
+	a->saved_fresh = !bpf_probe_read_kernel(&a->saved, sizeof(a->saved),
+						__builtin_preserve_access_index(&regs->sp));
+	return 0;
+}
+
 /* Weak: kernels without KALLSYMS_ALL lack it and load another irq entry instead. */
 extern struct pt_regs *__irq_regs __ksym __weak;
 
@@ -823,41 +865,43 @@ int BPF_PROG(irq_entry_regs, int irq, struct irqaction *action)
 }
 
 /*
- * Without __irq_regs in kallsyms (Debian's 6.1): arm64's entry code hands
- * the exception's saved registers to do_interrupt_handler(), which runs
- * every handler of the exception (GICv2 takes several interrupts in one)
- * with interrupts masked.  The regs are kept on this CPU from its entry to
- * its return; an arrival whose kprobe did not run (one inside another
- * kprobe's handler is skipped) is unknown, never another's.
+ * The stack's way: the frame after the EL1 irq vector in the kernel stack
+ * is the interrupted pc (the entry code's frame record holds it, so even a
+ * frameless leaf is its own); a stack that ends in the EL0 vector came
+ * from user space.  No sp, no pstate.
  */
-SEC("kprobe/do_interrupt_handler")
-int BPF_KPROBE(irq_regs_kprobe, struct pt_regs *regs)
+static __always_inline void arrival_from_stack(void *ctx, int irq)
 {
-	struct arrival *a;
+	__u64 *ips, pc = 0;
+	long n;
+	int i;
 
-	if (!wanted())
-		return 0;
-	a = bpf_map_lookup_elem(&arrivals, &zero);
-	if (!a)
-		return 0;
-	a->saved_fresh = !bpf_probe_read_kernel(&a->saved, sizeof(a->saved),
-						__builtin_preserve_access_index(&regs->sp));
-	return 0;
+	ips = bpf_map_lookup_elem(&stacks, &zero);
+	if (!ips)
+		return;
+	n = bpf_get_stack(ctx, ips, STACK_DEPTH * sizeof(__u64), 0);
+	if (n <= 0) {
+		arrival_start(irq, 0, 0, 1, false);
+		return;
+	}
+	n /= sizeof(__u64);
+	for (i = 0; i < STACK_DEPTH; i++) {
+		if (i >= n)
+			break;
+		if (ips[i] >= el0_irq_start && ips[i] < el0_irq_end) {
+			arrival_start(irq, 0, 0, 0, true);
+			return;
+		}
+		if (ips[i] >= el1_irq_start && ips[i] < el1_irq_end &&
+		    i + 1 < n && i + 1 < STACK_DEPTH) {
+			pc = ips[i + 1];
+			break;
+		}
+	}
+	arrival_start(irq, pc, 0, 1, pc != 0);
 }
 
-SEC("kretprobe/do_interrupt_handler")
-int BPF_KRETPROBE(irq_regs_kretprobe)
-{
-	struct arrival *a;
-
-	if (!wanted())
-		return 0;
-	a = bpf_map_lookup_elem(&arrivals, &zero);
-	if (a)
-		a->saved_fresh = 0;
-	return 0;
-}
-
+/* Where the kprobe was skipped, the stack still knows the pc. */
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_entry_saved, int irq, struct irqaction *action)
 {
@@ -870,7 +914,8 @@ int BPF_PROG(irq_entry_saved, int irq, struct irqaction *action)
 	if (!a)
 		return 0;
 	if (!a->saved_fresh) {
-		arrival_start(irq, 0, 0, 1, false);
+		count(CHKWIN_CNT_IRQ_PC_STACK);
+		arrival_from_stack(ctx, irq);
 		return 0;
 	}
 	at = a->saved;
@@ -878,43 +923,12 @@ int BPF_PROG(irq_entry_saved, int irq, struct irqaction *action)
 	return 0;
 }
 
-/*
- * Without either (no kprobes): the frame after the EL1 irq vector
- * in the kernel stack is the interrupted pc; a stack that ends in the EL0
- * vector came from user space.
- */
+/* Without either (no kprobes). */
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_entry_stack, int irq, struct irqaction *action)
 {
-	__u64 *ips, pc = 0;
-	long n;
-	int i;
-
-	if (!wanted())
-		return 0;
-	ips = bpf_map_lookup_elem(&stacks, &zero);
-	if (!ips)
-		return 0;
-	n = bpf_get_stack(ctx, ips, STACK_DEPTH * sizeof(__u64), 0);
-	if (n <= 0) {
-		arrival_start(irq, 0, 0, 1, false);
-		return 0;
-	}
-	n /= sizeof(__u64);
-	for (i = 0; i < STACK_DEPTH; i++) {
-		if (i >= n)
-			break;
-		if (ips[i] >= el0_irq_start && ips[i] < el0_irq_end) {
-			arrival_start(irq, 0, 0, 0, true);
-			return 0;
-		}
-		if (ips[i] >= el1_irq_start && ips[i] < el1_irq_end &&
-		    i + 1 < n && i + 1 < STACK_DEPTH) {
-			pc = ips[i + 1];
-			break;
-		}
-	}
-	arrival_start(irq, pc, 0, 1, pc != 0);
+	if (wanted())
+		arrival_from_stack(ctx, irq);
 	return 0;
 }
 

@@ -155,7 +155,7 @@ enum chkwin_class {
 	CHKWIN_CLASS_CHKSUM,	/* elsewhere in a checksum function */
 	CHKWIN_CLASS_KERNEL,	/* elsewhere in the kernel */
 	CHKWIN_CLASS_USER,	/* EL0 */
-	CHKWIN_CLASS_UNKNOWN,	/* stack fallback found no exception frame */
+	CHKWIN_CLASS_UNKNOWN,	/* no pc: no exception frame on the stack, or no regs kept */
 	CHKWIN_CLASSES,
 };
 
@@ -187,6 +187,7 @@ enum chkwin_counter {
 	CHKWIN_CNT_SNAPSHOT,		/* history snapshots taken */
 	CHKWIN_CNT_EVICTED,		/* history records a snapshot found overwritten */
 	CHKWIN_CNT_FROZEN,		/* history pushes dropped: a snapshot was sending the ring */
+	CHKWIN_CNT_IRQ_PC_STACK,	/* arrivals the regs' kprobe missed: pc from the stack */
 	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
 	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
 	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,

@@ -27,14 +27,6 @@ const char *const chkwin_record_names[] = {
 	NULL,
 };
 
-const char *const chkwin_irq_pc_names[] = {
-	[IRQ_PC_AUTO] = "auto",
-	[IRQ_PC_IRQ_REGS] = "irq_regs",
-	[IRQ_PC_KPROBE] = "kprobe",
-	[IRQ_PC_STACK] = "stack",
-	NULL,
-};
-
 const char *argp_program_version = "chkwin 0.1";
 
 static const char doc[] =
@@ -72,7 +64,7 @@ static const struct argp_option options[] = {
 	{ "format", 'f', "FMT", 0, "Live summary and --read output: text (default), json or csv", 0 },
 	{ "cpu", 'c', "N", 0, "Record CPU N only", 0 },
 	{ "sample-hz", 'F', "HZ", 0, "Add a cpu-clock sampler at HZ per CPU (an interrupt source; the log says so)", 0 },
-	{ "mode", 'm', "MODE", 0, "auto (default), tracepoint (lab kernels only) or fallback (kprobes)", 0 },
+	{ "mode", 'm', "MODE", 0, "auto (default), tracepoint (lab kernels only) or fallback (kprobes, and no __irq_regs, as on a kernel without KALLSYMS_ALL)", 0 },
 	{ "irq-pc", OPT_IRQ_PC, "HOW", 0, "Where the interrupted pc comes from: auto (default: the first this kernel allows), irq_regs (__irq_regs), kprobe (do_interrupt_handler's regs) or stack (pc only)", 0 },
 	{ "read", 'r', "FILE", 0, "Decode the log FILE and exit", 0 },
 	{ "quiet", 'q', NULL, 0, "No live summary", 0 },
@@ -131,6 +123,7 @@ static long parse_long(struct argp_state *state, const char *what, const char *a
 static const char *const formats[] = { "text", "json", "csv", NULL };
 static const char *const snapshot_triggers[] = { "failure", "window", NULL };
 static const char *const modes[] = { "auto", "tracepoint", "fallback", NULL };
+static const char *const irq_pcs[] = { "auto", "irq_regs", "kprobe", "stack", NULL };
 
 static int parse_choice(struct argp_state *state, const char *what, const char *arg,
 			const char *const *names)
@@ -172,8 +165,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->mode = (enum chkwin_attach_mode)parse_choice(state, "mode", arg, modes);
 		break;
 	case OPT_IRQ_PC:
-		o->irq_pc = (enum chkwin_irq_pc)parse_choice(state, "irq-pc", arg,
-							     chkwin_irq_pc_names);
+		o->irq_pc = (enum chkwin_irq_pc)parse_choice(state, "irq-pc", arg, irq_pcs);
 		break;
 	case 'r':
 		o->read_path = arg;

@@ -43,6 +43,7 @@ static const char *const plain_counters[CHKWIN_CNT_IRQ_CLASS] = {
 	[CHKWIN_CNT_SNAPSHOT] = "snapshot",
 	[CHKWIN_CNT_EVICTED] = "evicted",
 	[CHKWIN_CNT_FROZEN] = "frozen",
+	[CHKWIN_CNT_IRQ_PC_STACK] = "irq_pc_stack",
 };
 
 const char *chkwin_rec_name(unsigned int type)

@@ -42,9 +42,6 @@ enum chkwin_irq_pc {
 	IRQ_PC_STACK,		/* the frame after the irq vector; pc only */
 };
 
-/* --irq-pc values, indexed by enum chkwin_irq_pc. */
-extern const char *const chkwin_irq_pc_names[];
-
 enum chkwin_format {
 	FORMAT_TEXT,
 	FORMAT_JSON,

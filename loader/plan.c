@@ -133,30 +133,49 @@ static bool fexit_attaches(const struct kernel_btf *kb, const char *func)
 /* The kernel function whose first argument is the interrupted context's regs. */
 #define IRQ_REGS_FUNC "do_interrupt_handler"
 
-/*
- * Whether a kprobe on func registers: creating the perf kprobe event is
- * where the kernel refuses a blacklisted or unknown function.
- */
-static bool kprobe_registers(const char *func)
+/* A number a sysfs file holds, or -1. */
+static long sysfs_number(const char *path, const char *format)
 {
-	struct perf_event_attr attr = { .size = sizeof(attr) };
-	FILE *f = fopen("/sys/bus/event_source/devices/kprobe/type", "r");
-	int type, fd;
+	FILE *f = fopen(path, "r");
+	long v;
 
 	if (!f)
-		return false;
-	if (fscanf(f, "%d", &type) != 1) {
-		fclose(f);
-		return false;
-	}
+		return -1;
+	if (fscanf(f, format, &v) != 1)
+		v = -1;
 	fclose(f);
-	attr.type = (__u32)type;
-	attr.config1 = (__u64)(unsigned long)func;
-	fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
+	return v;
+}
+
+/*
+ * 0 if a kprobe and a kretprobe on func register, else -errno: creating
+ * the perf kprobe event (disabled, so it never fires) is where the kernel
+ * refuses a blacklisted or unknown function.
+ */
+static int kprobe_registers(const char *func)
+{
+	long type = sysfs_number("/sys/bus/event_source/devices/kprobe/type", "%ld");
+	long retbit = sysfs_number("/sys/bus/event_source/devices/kprobe/format/retprobe",
+				   "config:%ld");
+	int ret;
+
+	if (type < 0 || retbit < 0 || retbit > 63)
+		return -ENOENT;
+	for (ret = 0; ret < 2; ret++) {
+		struct perf_event_attr attr = {
+			.size = sizeof(attr),
+			.type = (__u32)type,
+			.config = ret ? 1ULL << retbit : 0,
+			.config1 = (__u64)(unsigned long)func,
+			.disabled = 1,
+		};
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return 0;
 }
 
 static void read_callers(const struct kernel_btf *kb, struct chkwin_plan *plan)
@@ -276,43 +295,10 @@ static bool irq_pc_may(const struct chkwin_opts *o, enum chkwin_irq_pc how)
 	return o->irq_pc == how || o->irq_pc == IRQ_PC_AUTO;
 }
 
-static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
-		    const struct ksyms *ks, struct chkwin_plan *p)
+/* IPI kinds and softirqs: what the arrivals' probes add. */
+static int plan_irq_context(const struct chkwin_opts *o, const struct kernel_btf *kb,
+			    struct chkwin_plan *p)
 {
-	int n = 0;
-
-	if (o->off[HOOK_IRQ]) {
-		p->mode[HOOK_IRQ] = "off";
-	} else if (!has_tp(kb, "irq_handler_entry") || !has_tp(kb, "irq_handler_exit")) {
-		return failed(p, "no irq_handler_entry/exit tracepoints in %s", "kernel BTF");
-	} else if (irq_pc_may(o, IRQ_PC_IRQ_REGS) &&
-		   /* Fallback means as on a kernel without KALLSYMS_ALL. */
-		   (o->mode != ATTACH_FALLBACK || o->irq_pc == IRQ_PC_IRQ_REGS) &&
-		   ksyms_addr(ks, "__irq_regs")) {
-		p->mode[HOOK_IRQ] = "tp_btf+irq_regs";
-		p->irq_pc = IRQ_PC_IRQ_REGS;
-	} else if (irq_pc_may(o, IRQ_PC_KPROBE) &&
-		   ksyms_pick(ks, IRQ_REGS_FUNC, NULL, &n) && n == 1 &&
-		   kprobe_registers(IRQ_REGS_FUNC)) {
-		p->mode[HOOK_IRQ] = "tp_btf+kprobe+kretprobe:" IRQ_REGS_FUNC;
-		p->irq_pc = IRQ_PC_KPROBE;
-	} else if (irq_pc_may(o, IRQ_PC_STACK) &&
-		   !ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
-		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
-		p->mode[HOOK_IRQ] = "tp_btf+stack";
-		p->irq_pc = IRQ_PC_STACK;
-	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
-		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
-			      "__irq_regs");
-	} else if (o->irq_pc == IRQ_PC_KPROBE) {
-		return failed(p, "--irq-pc kprobe: no single %s in kallsyms, or it refuses "
-			      "a kprobe", IRQ_REGS_FUNC);
-	} else {
-		return failed(p, "no way to the interrupted pc: no __irq_regs, no kprobe on "
-			      IRQ_REGS_FUNC ", no %s vectors in kallsyms",
-			      "el1h_64_irq/el0t_64_irq");
-	}
-
 	if (o->off[HOOK_IPI] || o->off[HOOK_IRQ])
 		p->mode[HOOK_IPI] = "off";
 	else
@@ -328,6 +314,58 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	else
 		return failed(p, "no softirq_entry/exit tracepoints in %s", "kernel BTF");
 	return 0;
+}
+
+static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		    const struct ksyms *ks, struct chkwin_plan *p)
+{
+	int n = 0, kprobe = -ENOENT;
+
+	if (o->off[HOOK_IRQ]) {
+		p->mode[HOOK_IRQ] = "off";
+		return plan_irq_context(o, kb, p);
+	}
+	if (!has_tp(kb, "irq_handler_entry") || !has_tp(kb, "irq_handler_exit"))
+		return failed(p, "no irq_handler_entry/exit tracepoints in %s", "kernel BTF");
+	if (irq_pc_may(o, IRQ_PC_IRQ_REGS) &&
+	    /* Fallback plans as for a kernel without KALLSYMS_ALL. */
+	    (o->mode != ATTACH_FALLBACK || o->irq_pc == IRQ_PC_IRQ_REGS) &&
+	    ksyms_addr(ks, "__irq_regs")) {
+		p->mode[HOOK_IRQ] = "tp_btf+irq_regs";
+		p->irq_pc = IRQ_PC_IRQ_REGS;
+	} else if (irq_pc_may(o, IRQ_PC_KPROBE) && ksyms_pick(ks, IRQ_REGS_FUNC, NULL, &n) &&
+		   n == 1 && !(kprobe = kprobe_registers(IRQ_REGS_FUNC))) {
+		p->mode[HOOK_IRQ] = "tp_btf+kprobe+kretprobe:" IRQ_REGS_FUNC;
+		p->irq_pc = IRQ_PC_KPROBE;
+		/* For the arrivals the kprobe misses; without them those are unknown. */
+		if (ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) ||
+		    ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end))
+			p->el1_irq_start = p->el1_irq_end = p->el0_irq_start = p->el0_irq_end = 0;
+	} else if (irq_pc_may(o, IRQ_PC_STACK) &&
+		   !ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
+		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
+		p->mode[HOOK_IRQ] = "tp_btf+stack";
+		p->irq_pc = IRQ_PC_STACK;
+	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
+		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
+			      "__irq_regs");
+	} else if (o->irq_pc == IRQ_PC_KPROBE && n != 1) {
+		snprintf(p->error, sizeof(p->error), "--irq-pc kprobe: %d symbols called %s "
+			 "in kallsyms, not one", n, IRQ_REGS_FUNC);
+		return -1;
+	} else if (o->irq_pc == IRQ_PC_KPROBE) {
+		snprintf(p->error, sizeof(p->error), "--irq-pc kprobe: the kernel refuses a "
+			 "kprobe on %s: %s", IRQ_REGS_FUNC, strerror(-kprobe));
+		return -1;
+	} else if (o->irq_pc == IRQ_PC_STACK) {
+		return failed(p, "--irq-pc stack: no %s vectors in kallsyms",
+			      "el1h_64_irq/el0t_64_irq");
+	} else {
+		return failed(p, "no way to the interrupted pc: no __irq_regs, no kprobe on "
+			      IRQ_REGS_FUNC ", no %s vectors in kallsyms",
+			      "el1h_64_irq/el0t_64_irq");
+	}
+	return plan_irq_context(o, kb, p);
 }
 
 static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
@@ -473,6 +511,8 @@ bool chkwin_plan_counts(const struct chkwin_plan *p, int counter)
 		return probe_attached(p, CHKWIN_PROBE_IGET);
 	case CHKWIN_CNT_IRQ_UNHANDLED:
 		return probe_attached(p, CHKWIN_PROBE_IRQ);
+	case CHKWIN_CNT_IRQ_PC_STACK:
+		return probe_attached(p, CHKWIN_PROBE_IRQ) && p->irq_pc == IRQ_PC_KPROBE;
 	case CHKWIN_CNT_SOFTIRQ:
 		return probe_attached(p, CHKWIN_PROBE_SOFTIRQ);
 	case CHKWIN_CNT_BLOCK:

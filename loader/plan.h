@@ -18,7 +18,7 @@ struct chkwin_plan {
 	/* How each probe attaches ("tp_btf", "kprobe+kretprobe", "off"...). */
 	const char *mode[HOOKS];
 	bool use_fexit_iget;
-	enum chkwin_irq_pc irq_pc;	/* the one chosen, never IRQ_PC_AUTO */
+	enum chkwin_irq_pc irq_pc;	/* the one chosen (AUTO while irq is off) */
 	bool use_chksum_tp;
 	/*
 	 * Fallback: where several symbols are called chksum_update (newer

@@ -6,6 +6,8 @@ import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
+# mode.irq where the interrupted regs come from a kprobe (loader/plan.c).
+IRQ_KPROBE_MODE = "tp_btf+kprobe+kretprobe:do_interrupt_handler"
 
 
 def kbuild_args(*flavours):

@@ -20,6 +20,7 @@ import pytest
 
 from tests.decoded import Decoded, decode, finish
 from tests.boots import assert_nothing_lost, boot, icount_args, recorded_gcc49
+from tests.kernels import IRQ_KPROBE_MODE
 
 from guest.host import loaderbuild
 
@@ -218,7 +219,7 @@ def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
     assert log.header["mode.chksum"] == "kprobe:chksum_update"
     assert log.header["mode.iget"] == "kprobe+kretprobe"
     # As on Debian's 6.1: no __irq_regs, the regs from a kprobe.
-    assert log.header["mode.irq"] == "tp_btf+kprobe+kretprobe:do_interrupt_handler"
+    assert log.header["mode.irq"] == IRQ_KPROBE_MODE
     assert "chkwin: chksum   kprobe:chksum_update" in run.console
     assert log.counts["chksum"] > 1000
     # The caller kind comes from the stack there: every call is inside a
@@ -237,10 +238,22 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
         assert re.search(rf"^chkwin: {probe} +\S", run.console, re.M), probe
     assert "kprobe:chksum_update" in run.console     # the fallback plan
     assert run.fields("dry-run-log") == ["absent"]
-    # The lab passed its kernel's windows, and both plans watch them.
+    # The lab passed its kernel's windows, and every plan watches them.
     assert len(re.findall(r"^chkwin: watch\.0 +ext4_chksum_gcc49\+0x60 0x", run.console,
-                          re.M)) == 5
+                          re.M)) == 8
     assert "windows  none" not in run.console
+    # Each way to the interrupted pc when asked for, whatever -m says; the
+    # kprobe's programs attach before the entry that reads what they keep
+    # (and so detach after it), the kretprobe first.
+    forced = {part.split("\n", 1)[0]: part for part in
+              run.console.split("dry-run-record: ")[0].split("dry-run-irq-pc: ")[1:]}
+    irq = {how: re.search(r"^chkwin: irq +(.*)$", part, re.M).group(1)
+           for how, part in forced.items()}
+    assert irq == {"-m fallback --irq-pc irq_regs": "tp_btf+irq_regs",
+                   "--irq-pc kprobe": IRQ_KPROBE_MODE, "--irq-pc stack": "tp_btf+stack"}
+    order = re.search(r"^chkwin: programs (.*) \(", forced["--irq-pc kprobe"], re.M).group(1)
+    order = [p for p in order.split() if p.startswith("irq_")]
+    assert order[:3] == ["irq_regs_kretprobe", "irq_regs_kprobe", "irq_entry_saved"], order
     # What each record mode attaches: -R failures leaves out what would
     # only feed counters (softirqs, block issues), and says so.
     programs = {}
