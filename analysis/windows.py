@@ -180,6 +180,26 @@ def instruction_windows(symbols, name, tag):
             for off in range(0, end - start, 4)]
 
 
+# msr daifclr, #3: unmasks IRQs and FIQs.
+MSR_DAIFCLR_3 = 0xd50343ff
+# The idle path's functions and the tags idle_windows gives their instructions.
+IDLE_FUNCTIONS = {"cpu_do_idle": "idle", "arch_cpu_idle": "arch", "default_idle_call": "call"}
+
+
+def after_unmask(image, symbols, name):
+    """Offsets in the core kernel's function name of each instruction just
+    after an msr daifclr, #3, read from the kernel's Image (loaded at
+    _text) and placed by symbols (symbols_from).  An idle CPU leaves wfi
+    with interrupts masked and takes them there."""
+    text = min(addr for addr, _ in symbols[(None, "_text")])
+    (start, end), = symbols[(None, name)]
+    with open(image, "rb") as f:
+        f.seek(start - text)
+        code = f.read(end - start)
+    words = [int.from_bytes(code[i:i + 4], "little") for i in range(0, len(code) - 3, 4)]
+    return [4 * i + 4 for i, w in enumerate(words) if w == MSR_DAIFCLR_3]
+
+
 def idle_windows(symbols):
     """A windows file's text over a kernel's idle path, placed by its own
     symbols (symbols_from): cpu_do_idle, arch_cpu_idle and
@@ -188,9 +208,8 @@ def idle_windows(symbols):
     of an idle CPU land: where the idle path unmasks them after wfi (6.1
     in arch_cpu_idle, 6.12 in default_idle_call)."""
     lines = ["chkwin-windows 1"]
-    lines += instruction_windows(symbols, "cpu_do_idle", "idle")
-    lines += instruction_windows(symbols, "arch_cpu_idle", "arch")
-    lines += instruction_windows(symbols, "default_idle_call", "call")
+    for name, tag in IDLE_FUNCTIONS.items():
+        lines += instruction_windows(symbols, name, tag)
     (start, end), = symbols[(None, "do_idle")]
     lines.append(f"do_idle do_idle do_idle+{end - start - 4:#x}")
     return "\n".join(lines) + "\n"

@@ -74,7 +74,14 @@ def findings(rep, where):
             for f in rep["findings"]]
 
 
-def watch(spec, sysmap, found, tmp):
+def predicted_idle(image, symbols):
+    """The idle windows (windows.idle_windows' names) just after an
+    unmask: where an idle CPU should take its interrupts."""
+    return {f"{tag}.{off:#x}" for name, tag in windows.IDLE_FUNCTIONS.items()
+            for off in windows.after_unmask(image, symbols, name)}
+
+
+def watch(spec, kdir, sysmap, found, tmp):
     """chkwin --windows on the kernel, one 15 s rk-loop boot: the windows
     stackscan found, or where it found none, hand-picked ones over the idle
     path (windows.idle_windows).  (kind and the plan's way to the
@@ -83,7 +90,8 @@ def watch(spec, sysmap, found, tmp):
     if found:
         sys.exit(f"stock_scan_bench: error: {spec}: stackscan found windows; watch them "
                  "with stackscan --windows-out (this bench does not yet)")
-    wfile.write_text(windows.idle_windows(windows.symbols_from(sysmap)))
+    symbols = windows.symbols_from(sysmap)
+    wfile.write_text(windows.idle_windows(symbols))
     out = tmp / f"{spec}-boot"
     proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "stock",
                            "--stock-package", spec, "--scenario", "record", "--duration", "15",
@@ -101,8 +109,13 @@ def watch(spec, sysmap, found, tmp):
     missed = log.trailer.get("count.irq_pc_stack", chkwinlog.NOT_ATTACHED)
     if missed != chkwinlog.NOT_ATTACHED:
         shares.append(f"{int(missed) / irqs:.2%} missed by the kprobe, pc from the stack")
+    predicted = predicted_idle(kdir / "Image", symbols)
+    idle = {k: v for k, v in per_million.items() if k.split(".")[0] in ("idle", "arch", "call")}
+    there = sum(v for k, v in idle.items() if k in predicted) / (sum(idle.values()) or 1)
+    shares.append(f"predicted from the Image (after msr daifclr): {', '.join(sorted(predicted))}"
+                  f", {there:.1%} of the idle functions' arrivals there")
     return (f"idle path (no stackscan window), irq `{log.header['mode.irq']}` "
-            f"({', '.join(shares)})", per_million, irqs)
+            f"({'; '.join(shares)})", per_million, irqs)
 
 
 def one_kernel(stackscan, spec, tmp):
@@ -122,7 +135,7 @@ def one_kernel(stackscan, spec, tmp):
     for ko, rep in zip(kos, reps):
         found += findings(rep, ko.name[:-3] + ":") if rep else []
     code = [r for r in reps if r]
-    watched = watch(spec, sysmap, found, tmp)
+    watched = watch(spec, kdir, sysmap, found, tmp)
     return {"package": package, "image_s": image_s, "modules_s": modules_s, "watched": watched,
             "modules": len(kos), "data_only": len(kos) - len(code),
             "functions": image["functions"] + sum(r["functions"] for r in code),

@@ -125,6 +125,7 @@ struct arrival {
 	__u8 in_chksum;
 	/* kprobe+kretprobe:do_interrupt_handler: the exception's, while it lasts. */
 	__u8 saved_fresh;
+	__u8 regs_missed;	/* the kprobe missed this arrival: pc from the stack */
 	char ipi[CHKWIN_IPI_NAME_LEN];
 	struct sp_pc_pstate saved;
 };
@@ -796,6 +797,7 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->in_chksum = f && f->active;
 	/* Whole field: the record copies it, and the format says NUL-padded. */
 	__builtin_memset(a->ipi, 0, sizeof(a->ipi));
+	a->regs_missed = 0;
 	a->active = 1;
 }
 
@@ -806,12 +808,11 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
  * with interrupts masked.  The regs are kept on this CPU from its entry to
  * its return; an arrival whose kprobe did not run (one inside another
  * kprobe's handler is skipped) takes its pc from the stack, never another
- * arrival's regs.  Programs
- * attach in the object's order (by section) and detach in reverse, so
- * these come before every irq_handler_entry program, the kretprobe first:
- * no regs are kept while nothing would end them, nor read while the
- * kprobe is not there to renew them.
- * Pseudo-NMIs (off by default) could interleave two exceptions' regs.
+ * arrival's regs.  Programs attach in the object's order (by section) and
+ * detach in reverse, so these come before every irq_handler_entry
+ * program, the kretprobe first: no regs are kept while nothing would end
+ * them, nor read while the kprobe is not there to renew them.  Pseudo-NMIs
+ * (off by default) could interleave two exceptions' regs.
  */
 SEC("kretprobe/do_interrupt_handler")
 int BPF_KRETPROBE(irq_regs_kretprobe)
@@ -914,8 +915,8 @@ int BPF_PROG(irq_entry_saved, int irq, struct irqaction *action)
 	if (!a)
 		return 0;
 	if (!a->saved_fresh) {
-		count(CHKWIN_CNT_IRQ_PC_STACK);
 		arrival_from_stack(ctx, irq);
+		a->regs_missed = 1;
 		return 0;
 	}
 	at = a->saved;
@@ -983,6 +984,9 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	p.offset = a->offset;
 	p.watch = a->watch;
 	count(CHKWIN_CNT_IRQ_CLASS + (a->class < CHKWIN_CLASSES ? a->class : CHKWIN_CLASS_UNKNOWN));
+	/* Here, not at entry: a shared line's every handler enters. */
+	if (a->regs_missed)
+		count(CHKWIN_CNT_IRQ_PC_STACK);
 	count_watched(0, a->watch);
 	hist_add(CHKWIN_HIST_IRQ, p);
 	if (a->in_chksum && f && f->active) {

@@ -165,22 +165,6 @@ def test_snapshot_on_window_needs_the_flight_recorder(tmp_path):
         run.console[-3000:]
 
 
-# msr daifclr, #3: the idle path unmasks interrupts after wfi with it.
-MSR_DAIFCLR_3 = 0xd50343ff
-
-
-def unmask_offset(image, sysmap, func):
-    """Offset in func of the instruction after its msr daifclr, read from
-    the kernel's Image (loaded at _text) and System.map."""
-    syms = windows.symbols_from(sysmap)
-    (start, end), = syms[(None, func)]
-    with open(sysmap) as f:
-        text = next(int(ln.split()[0], 16) for ln in f if ln.split()[2:3] == ["_text"])
-    code = np.frombuffer(image.read_bytes()[start - text:end - text], dtype="<u4")
-    at, = np.flatnonzero(code == MSR_DAIFCLR_3)
-    return 4 * int(at) + 4
-
-
 @pytest.mark.parametrize("kernel,options,mode", [
     ("stock", [], IRQ_KPROBE_MODE),
     ("unpatched", ["-m", "fallback"], IRQ_KPROBE_MODE),
@@ -208,7 +192,7 @@ def test_arrivals_in_a_frameless_leaf_and_the_idle_path_are_where_the_code_says(
                                 *windows.instruction_windows(syms, "__arch_clear_user", "leaf"),
                                 *windows.instruction_windows(syms, "arch_cpu_idle", "idle")])
                      + "\n")
-    unmasked = unmask_offset(kdir / "Image", sysmap, "arch_cpu_idle")
+    unmasked, = windows.after_unmask(kdir / "Image", syms, "arch_cpu_idle")
     run = boot(tmp_path / "run", kernel, "record", "--duration", "15",
                "--guest-file", str(wfile), "--append",
                "chkwin.workload=leaf-loop " + chkwin_in_guest(wfile, "-q", *options))
