@@ -100,5 +100,6 @@ def main():
                   "(`--prog-stats`, a boot of its own) of the programs that serve the "
                   "interrupt, irq_exit included.", rows)
 
+
 if __name__ == "__main__":
     main()

@@ -110,7 +110,8 @@ def watch(spec, kdir, sysmap, found, tmp):
     if missed != chkwinlog.NOT_ATTACHED:
         shares.append(f"{int(missed) / irqs:.2%} missed by the kprobe, pc from the stack")
     predicted = predicted_idle(kdir / "Image", symbols)
-    idle = {k: v for k, v in per_million.items() if k.split(".")[0] in ("idle", "arch", "call")}
+    tags = set(windows.IDLE_FUNCTIONS.values())
+    idle = {k: v for k, v in per_million.items() if k.split(".")[0] in tags}
     there = sum(v for k, v in idle.items() if k in predicted) / (sum(idle.values()) or 1)
     shares.append(f"predicted from the Image (after msr daifclr): {', '.join(sorted(predicted))}"
                   f", {there:.1%} of the idle functions' arrivals there")

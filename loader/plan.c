@@ -349,7 +349,9 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
 		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
 			      "__irq_regs");
-	} else if (o->irq_pc == IRQ_PC_KPROBE && n != 1) {
+	} else if (o->irq_pc == IRQ_PC_KPROBE && !n) {
+		return failed(p, "--irq-pc kprobe: no %s in kallsyms", IRQ_REGS_FUNC);
+	} else if (o->irq_pc == IRQ_PC_KPROBE && n > 1) {
 		snprintf(p->error, sizeof(p->error), "--irq-pc kprobe: %d symbols called %s "
 			 "in kallsyms, not one", n, IRQ_REGS_FUNC);
 		return -1;

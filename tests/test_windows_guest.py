@@ -187,13 +187,14 @@ def test_arrivals_in_a_frameless_leaf_and_the_idle_path_are_where_the_code_says(
         kdir = kernel_dir(kernel)
         sysmap = kdir / "System.map"
     syms = windows.symbols_from(sysmap)
+    tag = windows.IDLE_FUNCTIONS["arch_cpu_idle"]
     wfile = tmp_path / "leaf.windows"
     wfile.write_text("\n".join(["chkwin-windows 1",
                                 *windows.instruction_windows(syms, "__arch_clear_user", "leaf"),
-                                *windows.instruction_windows(syms, "arch_cpu_idle", "arch")])
+                                *windows.instruction_windows(syms, "arch_cpu_idle", tag)])
                      + "\n")
     unmasked, = windows.after_unmask(kdir / "Image", syms, "arch_cpu_idle")
-    at_unmask = f"arch.{unmasked:#x}"
+    at_unmask = f"{tag}.{unmasked:#x}"
     run = boot(tmp_path / "run", kernel, "record", "--duration", "15",
                "--guest-file", str(wfile), "--append",
                "chkwin.workload=leaf-loop " + chkwin_in_guest(wfile, "-q", *options))
@@ -206,8 +207,10 @@ def test_arrivals_in_a_frameless_leaf_and_the_idle_path_are_where_the_code_says(
     assert counts == offline_counts(log, "irq")
     leaf = sum(n for name, n in counts.items() if name.startswith("leaf."))
     assert leaf >= 100, counts
-    idle = {name: n for name, n in counts.items() if name.startswith("arch.") and n}
-    assert list(idle) == [at_unmask] and idle[at_unmask] >= 100, (at_unmask, idle)
+    # An interrupt pending a little later than wfi's wake-up may land
+    # further on, before interrupts are masked again.
+    idle = {name: n for name, n in counts.items() if name.startswith(tag + ".") and n}
+    assert idle.get(at_unmask, 0) >= max(100, 0.99 * sum(idle.values())), (at_unmask, idle)
     irq = log.of("irq")
     unknown = np.count_nonzero(irq["class"] == chkwinlog.CLASSES.index("unknown"))
     assert unknown <= len(irq) // 100, unknown
