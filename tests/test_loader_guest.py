@@ -238,7 +238,6 @@ def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
     assert 0 < int(log.trailer["count.irq_pc_stack"]) == len(log.kept)
 
 
-
 def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     run = boot(tmp_path, "unpatched", "loader-plan")
     assert run.proc.returncode == 0, run.console[-2000:]
