@@ -290,6 +290,16 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	return 0;
 }
 
+/* The EL1 and EL0 irq vectors the stack walk looks for: 0, or -1 and none. */
+static int find_irq_vectors(const struct ksyms *ks, struct chkwin_plan *p)
+{
+	if (!ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
+	    !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end))
+		return 0;
+	p->el1_irq_start = p->el1_irq_end = p->el0_irq_start = p->el0_irq_end = 0;
+	return -1;
+}
+
 static bool irq_pc_may(const struct chkwin_opts *o, enum chkwin_irq_pc how)
 {
 	return o->irq_pc == how || o->irq_pc == IRQ_PC_AUTO;
@@ -338,12 +348,8 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		p->mode[HOOK_IRQ] = "tp_btf+kprobe+kretprobe:" IRQ_REGS_FUNC;
 		p->irq_pc = IRQ_PC_KPROBE;
 		/* For the arrivals the kprobe misses; without them those are unknown. */
-		if (ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) ||
-		    ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end))
-			p->el1_irq_start = p->el1_irq_end = p->el0_irq_start = p->el0_irq_end = 0;
-	} else if (irq_pc_may(o, IRQ_PC_STACK) &&
-		   !ksyms_range(ks, "el1h_64_irq", &p->el1_irq_start, &p->el1_irq_end) &&
-		   !ksyms_range(ks, "el0t_64_irq", &p->el0_irq_start, &p->el0_irq_end)) {
+		find_irq_vectors(ks, p);
+	} else if (irq_pc_may(o, IRQ_PC_STACK) && !find_irq_vectors(ks, p)) {
 		p->mode[HOOK_IRQ] = "tp_btf+stack";
 		p->irq_pc = IRQ_PC_STACK;
 	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {

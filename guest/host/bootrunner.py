@@ -77,6 +77,11 @@ def result(boot, attempts):
                    task["host"], attempts, task["wall_seconds"])
 
 
+def not_run(boot):
+    """The Outcome of a boot a stopped run never started."""
+    return Outcome(boot, None, "not run: the run stopped", None, [], "", 0, 0.0)
+
+
 class LocalEngine:
     """Boots on this machine, `jobs` at a time (an icount boot is one
     host thread)."""
@@ -177,8 +182,7 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
             for boot, lost in engine.wait():
                 n = attempts[id(boot)]
                 if id(boot) in dropped:
-                    final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
-                                              [], "", 0, 0.0)
+                    final[id(boot)] = not_run(boot)
                     continue
                 if lost is not None and n <= retries and not stopping:
                     say(f"boot {boot.out.name} lost ({lost}); run again with the same "
@@ -194,8 +198,7 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
                     dropped = {id(b) for b in engine.drain()}
             for boot in again:
                 if stopping:
-                    final[id(boot)] = Outcome(boot, None, "not run: the run stopped", None,
-                                              [], "", 0, 0.0)
+                    final[id(boot)] = not_run(boot)
             if again and not stopping:
                 engine.submit(again)
     except BaseException:
