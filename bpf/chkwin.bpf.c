@@ -12,78 +12,36 @@
  * flight recorder); every record that cannot be sent is counted.
  * The loader picks one program per probe (see loader/plan.c) and turns
  * the others off before load.
+ *
+ * This file holds the programs; what several share is in pieces of their
+ * own, as libbpf-tools shares helpers: record.bpf.h (counters, ring
+ * buffer), flight.bpf.h (history rings, snapshots, where a record goes),
+ * windows.bpf.h (windows watched by name), classify.bpf.h (the class of
+ * an interrupted pc) and callers.bpf.h (fallback mode's caller search).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "chkwin.h"
+#include "record.bpf.h"
+#include "flight.bpf.h"
+#include "windows.bpf.h"
+#include "classify.bpf.h"
+#include "callers.bpf.h"
 
 #define IRQ_NONE_RET	0
 #define MAX_ERRNO	4095
 #define EBADMSG		74	/* ext4: EFSBADCRC */
 #define STACK_DEPTH	32	/* 16 frames missed the pc on the fasteoi irq path */
 #define NR_SOFTIRQS_MAX	16
-#define CALLER_FRAMES	8	/* chksum_update's caller is within a few frames */
-#define CALLER_STEPS	11	/* binary search steps: log2(CHKWIN_CALLER_RANGES) + 1 */
 
 /* Settings, filled in by the loader between open and load. */
-const volatile int target_cpu = -1;
-const volatile __u8 record_mode = CHKWIN_RECORD_ALL;
-const volatile bool floor_only;		/* bench: attach, then return at once */
-const volatile bool snapshot_on_window;	/* failures mode: window arrivals snapshot too */
-const volatile __u32 history_len;	/* slots per history ring: K + SLACK */
-const volatile __u32 history_reach;	/* K: the records a snapshot reaches back */
-const volatile __u32 nr_cpus;		/* history rings: 2 per CPU, then blocks */
-const volatile __u64 wakeup_bytes;	/* 0: the kernel wakes user space per record */
-const volatile __u64 func_start[CHKWIN_FUNCS];
-const volatile __u64 func_end[CHKWIN_FUNCS];
-const volatile __u32 nr_watched;		/* --windows: entries of watched */
 const volatile __u64 el1_irq_start;	/* stack fallback: exception vectors */
 const volatile __u64 el1_irq_end;
 const volatile __u64 el0_irq_start;
 const volatile __u64 el0_irq_end;
 const volatile int rq_issue_arg;	/* block_rq_issue: (q, rq) before 5.11 */
-/* Fallback caller kinds: ext4 functions, sorted, disjoint (loader/callers.c). */
-const volatile __u32 caller_nranges;
-const volatile __u64 caller_start[CHKWIN_CALLER_RANGES];
-const volatile __u64 caller_end[CHKWIN_CALLER_RANGES];
-const volatile __u16 caller_kind[CHKWIN_CALLER_RANGES];
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CHKWIN_COUNTERS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CHKWIN_HIST_ENTRIES);
-	__type(key, __u32);
-	__type(value, __u64);
-} hist SEC(".maps");
-
-/* --windows: sorted and disjoint (the loader checks), searched by halving. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);		/* sized by the loader */
-	__type(key, __u32);
-	__type(value, struct chkwin_watched);
-} watched SEC(".maps");
-
-/* Arrivals per watched window: interrupts, then sampler ticks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);		/* sized by the loader: 2 * nr_watched */
-	__type(key, __u32);
-	__type(value, __u64);
-} watch_counts SEC(".maps");
 
 /* The checksum computation running on this CPU, if any. */
 struct inflight {
@@ -163,344 +121,6 @@ struct {
 	__type(value, struct iget_args);
 } iget_calls SEC(".maps");
 
-/*
- * The flight recorder's rings, ring after ring, history_len slots each: CPU c's
- * calls ring is 2c, its arrivals ring 2c + 1, the shared blocks ring
- * 2 * nr_cpus.  Plain arrays: a snapshot reads the shared ring on any CPU.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);		/* sized by the loader */
-	__type(key, __u32);
-	__type(value, struct chkwin_rec);
-} history SEC(".maps");
-
-struct ring_head {
-	__u64 head;		/* records ever pushed; the next goes to head % slots */
-	__u64 emitted;		/* records before this one were sent or evicted */
-	__u64 frozen;		/* snapshots sending this ring right now */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);		/* sized by the loader */
-	__type(key, __u32);
-	__type(value, struct ring_head);
-} history_heads SEC(".maps");
-
-static const __u32 zero;
-
-/* Every program asks first: the floor records nothing, -c one CPU only. */
-static __always_inline bool wanted(void)
-{
-	return !floor_only &&
-	       (target_cpu < 0 || bpf_get_smp_processor_id() == (__u32)target_cpu);
-}
-
-static __always_inline void count_n(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		__sync_fetch_and_add(v, n);
-}
-
-static __always_inline void count(__u32 idx)
-{
-	count_n(idx, 1);
-}
-
-/*
- * Waking user space per record costs an irq_work interrupt each; with a
- * threshold, it is woken once, by the record that takes the waiting data
- * past it (it also polls).  Waking on every record above the threshold
- * feeds itself: each wake-up is an interrupt the irq probes record, whose
- * record wakes again, as long as the reader is behind.  pending: bytes of
- * this record the ring does not count yet (a reserved one it does).
- */
-#define REC_ROOM	(BPF_RINGBUF_HDR_SZ + sizeof(struct chkwin_rec))
-static __always_inline __u64 wakeup_flag(__u64 pending)
-{
-	__u64 avail;
-
-	if (!wakeup_bytes)
-		return 0;
-	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + pending;
-	return avail >= wakeup_bytes && avail - REC_ROOM < wakeup_bytes ?
-	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-/* A copy into the ring: snapshots send what the history rings hold. */
-static __always_inline void send(const struct chkwin_rec *r, enum chkwin_probe probe)
-{
-	if (bpf_ringbuf_output(&events, (void *)r, sizeof(*r), wakeup_flag(REC_ROOM)))
-		count(CHKWIN_CNT_LOST + probe);
-}
-
-/* The history ring of this CPU (cpu: bpf_get_smp_processor_id(), read once). */
-static __always_inline __u32 ring_of(enum chkwin_ring ring, __u32 cpu)
-{
-	if (ring == CHKWIN_RING_BLOCKS)
-		return 2 * nr_cpus;
-	return 2 * cpu + ring;
-}
-
-/*
- * The next slot of a history ring; it is claimed first, so a nested
- * program on this CPU takes the one after.  While a snapshot sends the
- * ring, pushes are dropped (and counted): they come after the failure,
- * and would overwrite what the snapshot is sending.
- */
-static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __u32 cpu)
-{
-	__u32 id = ring_of(ring, cpu), key;
-	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &id);
-	__u64 n;
-
-	if (!h || !history_len)
-		return NULL;
-	if (*(volatile __u64 *)&h->frozen) {
-		count(CHKWIN_CNT_FROZEN);
-		return NULL;
-	}
-	n = __sync_fetch_and_add(&h->head, 1);
-	key = id * history_len + n % history_len;
-	return bpf_map_lookup_elem(&history, &key);
-}
-
-static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts, __u32 cpu)
-{
-	__builtin_memset(r, 0, sizeof(*r));
-	r->h.type = type;
-	r->h.cpu = cpu;
-	r->h.tid = (__u32)bpf_get_current_pid_tgid();
-	r->h.ts = ts;
-}
-
-/*
- * A record is written where it goes, never built on the stack first:
- * reserved in the ring (-R all), in its history ring's next slot (-R
- * failures), or nowhere (-R counts, or a record no history ring keeps):
- * then nothing is built.  fill(r, ...) writes the payload in place.  A
- * full ring counts as the probe's loss.  A macro, not a function, so that
- * the verifier sees each reservation checked once and submitted on the
- * same path.
- */
-#define rec_write(type, ts, probe, ring, fill, ...)				\
-	do {									\
-		struct chkwin_rec *r_;						\
-		__u32 cpu_;							\
-										\
-		if (record_mode == CHKWIN_RECORD_ALL) {				\
-			cpu_ = bpf_get_smp_processor_id();			\
-			r_ = bpf_ringbuf_reserve(&events, sizeof(*r_), 0);	\
-			if (!r_) {						\
-				count(CHKWIN_CNT_LOST + (probe));		\
-			} else {						\
-				rec_head(r_, type, ts, cpu_);			\
-				fill(r_, __VA_ARGS__);				\
-				bpf_ringbuf_submit(r_, wakeup_flag(0));		\
-			}							\
-		} else if (record_mode == CHKWIN_RECORD_FAILURES &&		\
-			   (ring) != CHKWIN_RING_NONE) {			\
-			cpu_ = bpf_get_smp_processor_id();			\
-			r_ = history_slot(ring, cpu_);				\
-			if (r_) {						\
-				rec_head(r_, type, ts, cpu_);			\
-				fill(r_, __VA_ARGS__);				\
-			}							\
-		}								\
-	} while (0)
-
-struct drain {
-	__u32 ring;
-	__u64 from;
-};
-
-static long send_kept(__u32 i, struct drain *d)
-{
-	__u32 key = d->ring * history_len + (d->from + i) % history_len;
-	struct chkwin_rec *r = bpf_map_lookup_elem(&history, &key);
-
-	if (r)
-		send(r, CHKWIN_PROBE_SNAPSHOT);
-	return 0;
-}
-
-/*
- * What a ring holds that no snapshot has sent, of its last K records: the
- * range [from, head), the records overwritten unsent (added to *evicted)
- * and its horizon, the oldest of the K, SLACK slots from the next push.
- */
-static __always_inline __u32 unsent(__u32 ring, struct drain *d, __u64 *evicted,
-				    __u64 *horizon)
-{
-	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &ring);
-	__u64 head, oldest, from;
-	struct chkwin_rec *r;
-	__u32 key;
-
-	if (!h || !history_len)
-		return 0;
-	head = h->head;
-	oldest = head > history_reach ? head - history_reach : 0;
-	from = h->emitted > oldest ? h->emitted : oldest;
-	*evicted += from - h->emitted;
-	h->emitted = head;
-	if (horizon && oldest) {
-		key = ring * history_len + oldest % history_len;
-		r = bpf_map_lookup_elem(&history, &key);
-		*horizon = r ? r->h.ts : 0;
-	}
-	d->ring = ring;
-	d->from = from;
-	return head - from;
-}
-
-/* Pushes into a drained ring since it was read, beyond the slack. */
-static __always_inline __u64 overrun(const struct drain *d, __u32 sent)
-{
-	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &d->ring);
-	__u64 pushed;
-
-	if (!h || !sent)
-		return 0;
-	pushed = h->head - (d->from + sent);
-	return pushed > CHKWIN_HISTORY_SLACK ? pushed - CHKWIN_HISTORY_SLACK : 0;
-}
-
-/* Freeze (delta 1) or thaw (delta -1) a ring for a snapshot. */
-static __always_inline void freeze(__u32 ring, __u64 delta)
-{
-	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &ring);
-
-	if (h)
-		__sync_fetch_and_add(&h->frozen, delta);
-}
-
-/*
- * A failure on this CPU: send what its rings and the blocks ring hold.  The
- * snapshot record has the failing record's ts, so readers can pair them.
- * The three rings stay frozen while they are sent, so interrupts meanwhile
- * cannot replace a horizon or a record still to send.
- */
-static __always_inline void snapshot(__u8 trigger, __u64 ts)
-{
-	struct drain calls = {}, arrivals = {}, blocks = {};
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct chkwin_rec s;
-	__u64 evicted = 0, shared = 0;
-
-	if (record_mode != CHKWIN_RECORD_FAILURES)
-		return;
-	freeze(ring_of(CHKWIN_RING_CALLS, cpu), 1);
-	freeze(ring_of(CHKWIN_RING_ARRIVALS, cpu), 1);
-	freeze(ring_of(CHKWIN_RING_BLOCKS, cpu), 1);
-	count(CHKWIN_CNT_SNAPSHOT);
-	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts, cpu);
-	s.snapshot.trigger = trigger;
-	s.snapshot.history = history_reach;
-	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS, cpu), &calls, &evicted,
-				  &s.snapshot.call_horizon);
-	s.snapshot.arrivals = unsent(ring_of(CHKWIN_RING_ARRIVALS, cpu), &arrivals, &evicted,
-				     &s.snapshot.arrival_horizon);
-	s.snapshot.blocks = unsent(ring_of(CHKWIN_RING_BLOCKS, cpu), &blocks, &shared, NULL);
-	s.snapshot.evicted = evicted;
-	count_n(CHKWIN_CNT_EVICTED, evicted + shared);
-	send(&s, CHKWIN_PROBE_SNAPSHOT);
-	bpf_loop(s.snapshot.calls, send_kept, &calls, 0);
-	bpf_loop(s.snapshot.arrivals, send_kept, &arrivals, 0);
-	bpf_loop(s.snapshot.blocks, send_kept, &blocks, 0);
-	/*
-	 * Pushes that claimed a slot before the freeze and beyond the slack
-	 * (another CPU's, into the blocks ring): some sent records were wrong.
-	 */
-	count_n(CHKWIN_CNT_LOST + CHKWIN_PROBE_SNAPSHOT,
-		overrun(&arrivals, s.snapshot.arrivals) + overrun(&blocks, s.snapshot.blocks));
-	freeze(ring_of(CHKWIN_RING_CALLS, cpu), -1);
-	freeze(ring_of(CHKWIN_RING_ARRIVALS, cpu), -1);
-	freeze(ring_of(CHKWIN_RING_BLOCKS, cpu), -1);
-}
-
-/* Which checksum function (if any) holds pc, and where in it. */
-struct place {
-	__u8 class;
-	__u8 func;
-	__u16 offset;
-	__u16 watch;
-};
-
-/* The watched window holding pc, or CHKWIN_WATCH_NONE. */
-static __always_inline __u16 watched_window(__u64 pc)
-{
-	__u32 lo = 0, hi = nr_watched, mid;
-	struct chkwin_watched *w;
-	int i;
-
-	for (i = 0; i < CHKWIN_WATCH_STEPS && lo < hi; i++) {
-		mid = lo + (hi - lo) / 2;
-		w = bpf_map_lookup_elem(&watched, &mid);
-		if (!w)
-			break;
-		if (pc < w->first)
-			hi = mid;
-		else if (pc > w->last)
-			lo = mid + 1;
-		else
-			return mid;
-	}
-	return CHKWIN_WATCH_NONE;
-}
-
-static __always_inline void count_watched(__u32 source, __u16 watch)
-{
-	__u32 idx = source * nr_watched + watch;
-	__u64 *v;
-
-	if (watch == CHKWIN_WATCH_NONE)
-		return;
-	v = bpf_map_lookup_elem(&watch_counts, &idx);
-	if (v)
-		*v += 1;
-}
-
-static __always_inline struct place classify(__u64 pc, __u8 el)
-{
-	struct place p = { CHKWIN_CLASS_KERNEL, CHKWIN_FUNC_NONE, 0, CHKWIN_WATCH_NONE };
-	int f;
-
-	if (el == 0) {
-		p.class = CHKWIN_CLASS_USER;
-		return p;
-	}
-	for (f = 0; f < CHKWIN_FUNCS; f++) {
-		if (func_start[f] && pc >= func_start[f] && pc < func_end[f]) {
-			p.func = f;
-			p.offset = pc - func_start[f];
-			p.class = CHKWIN_CLASS_CHKSUM;
-		}
-	}
-	if (nr_watched) {
-		p.watch = watched_window(pc);
-		if (p.watch != CHKWIN_WATCH_NONE)
-			p.class = CHKWIN_CLASS_WINDOW;
-	}
-	return p;
-}
-
-static __always_inline void hist_add(enum chkwin_hist_source src, struct place p)
-{
-	__u32 slot = p.offset / 4, idx;
-	__u64 *v;
-
-	if (p.func >= CHKWIN_FUNCS || slot >= CHKWIN_HIST_SLOTS)
-		return;
-	idx = (src * CHKWIN_FUNCS + p.func) * CHKWIN_HIST_SLOTS + slot;
-	v = bpf_map_lookup_elem(&hist, &idx);
-	if (v)
-		__sync_fetch_and_add(v, 1);
-}
-
 /* Checksum brackets, shared by the tracepoint and the fallback programs. */
 
 static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
@@ -579,54 +199,6 @@ static __always_inline __u32 shash_crc(struct shash_desc *desc)
 	return crc;
 }
 
-/* The caller range holding addr: its kind, or -1 outside ext4. */
-static __always_inline int caller_range(__u64 addr)
-{
-	__u32 lo = 0, hi = caller_nranges, mid;
-	int i;
-
-	for (i = 0; i < CALLER_STEPS && lo < hi; i++) {
-		mid = (lo + hi) / 2;
-		if (mid >= CHKWIN_CALLER_RANGES)
-			return -1;
-		if (addr < caller_start[mid])
-			hi = mid;
-		else if (addr >= caller_end[mid])
-			lo = mid + 1;
-		else
-			return caller_kind[mid];
-	}
-	return -1;
-}
-
-/*
- * The kind of the innermost ext4 function on the stack.  At the kprobe the
- * caller's return address is still in the link register, and the frame
- * walk starts one frame up: look at lr first, then the walk.
- */
-static __always_inline __u16 stack_caller(struct pt_regs *ctx)
-{
-	__u64 ips[CALLER_FRAMES];
-	long n;
-	int i, kind;
-
-	if (!caller_nranges)
-		return CHKWIN_CALLER_UNKNOWN;
-	kind = caller_range(PT_REGS_RET(ctx));
-	if (kind >= 0)
-		return kind;
-	n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
-	if (n <= 0)
-		return CHKWIN_CALLER_UNKNOWN;
-	n /= sizeof(__u64);
-	/* ips[0] is chksum_update itself. */
-	for (i = 1; i < CALLER_FRAMES && i < n; i++) {
-		kind = caller_range(ips[i]);
-		if (kind >= 0)
-			return kind;
-	}
-	return CHKWIN_CALLER_UNKNOWN;
-}
 
 SEC("kprobe/chksum_update")
 int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
