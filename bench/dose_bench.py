@@ -14,11 +14,9 @@ import sys
 import tempfile
 import time
 
-from bench.section import print_section
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 from analysis import experiment
+from bench.section import print_section
+from common import PY, REPO
 
 
 def main():

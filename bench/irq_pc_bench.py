@@ -22,9 +22,8 @@ import sys
 import tempfile
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 # method: (chkwin options, the programs that serve the interrupt)
 METHODS = {
     "none": ("--no-irq", ()),

@@ -20,9 +20,8 @@ import sys
 import tempfile
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 NAMES = {"floor": "floor (chkwin's programs return at once)",
          "chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
          "failures": "chkwin -R failures (flight recorder)",

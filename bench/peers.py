@@ -30,9 +30,8 @@ import tempfile
 from bench.loader_bench import boot, parse_pieces, slowdown, spread, untraced_row
 from bench.section import print_section
 from bench.stackscan_bench import output_of
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 NAMES = {"floor": "floor (chkwin's programs return at once)", "bpftrace": "bpftrace (maps)",
          "failures": "chkwin -R failures (flight recorder)",
          "chkwin": "chkwin -R all (every record)", "perf": "perf record -a -g"}

@@ -11,8 +11,7 @@ import pathlib
 import subprocess
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
+from common import PY, REPO
 
 
 def boot(out, what, *, flavour, window, loader, shift, seconds, run_args=()):

@@ -19,9 +19,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 BENCHES = {
     "lab": ["bench.lab_bench"],
     "loader": ["bench.loader_bench"],

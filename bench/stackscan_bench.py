@@ -16,9 +16,8 @@ import sys
 import time
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 GOAL_S = 60
 
 

@@ -31,9 +31,8 @@ from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
 from guest.host.cachedir import cache_root
 from guest.host.run import helper_output
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
 GOAL_S = 60
 

@@ -17,9 +17,8 @@ import sys
 import tempfile
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 RESULT_RE = re.compile(r"^first-failure: ([\d.]+) ([\d.]+|none)$", re.M)
 
 

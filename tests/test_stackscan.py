@@ -13,9 +13,10 @@ import subprocess
 
 import pytest
 
-from tests.kernels import PY, REPO, kernel_dir
+from tests.kernels import kernel_dir
 
 from analysis import windows
+from common import PY, REPO
 
 from guest.host.cachedir import cache_root
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from tests.boots import Run, boot, icount_args
-from tests.kernels import IRQ_KPROBE_MODE, PY, REPO, kernel_dir
+from common import PY, REPO
+from tests.kernels import IRQ_KPROBE_MODE, kernel_dir
 
 from analysis import chkwinlog
 from analysis import correlate

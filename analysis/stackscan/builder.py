@@ -12,11 +12,12 @@ is a cache hit.
 import pathlib
 import sys
 
+from common import REPO
+from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+
 HERE = pathlib.Path(__file__).resolve().parent
 # Sources from elsewhere that the Makefile compiles in (its SHARED).
-SHARED = [HERE.parent.parent / "loader" / name
-          for name in ("jsonstr.c", "jsonstr.h")]
-from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+SHARED = [REPO / "loader" / name for name in ("jsonstr.c", "jsonstr.h")]
 
 
 def build():

@@ -26,7 +26,8 @@ import subprocess
 import sys
 import threading
 
-from guest.host.boottask import PY, REPO, RESULT
+from common import PY, REPO
+from guest.host.boottask import RESULT
 from guest.host.cachedir import die
 from guest.host.run import QEMU
 # Attempts beyond the first for a boot whose task was lost.

@@ -33,11 +33,10 @@ import subprocess
 import sys
 import time
 
+from common import PY, REPO
 from guest.host.cachedir import die, write_json
 from guest.host.run import QEMU
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 RESULT = "task.json"
 # Lines of run.py's stderr a result keeps.
 STDERR_LINES = 40

@@ -17,10 +17,11 @@ import subprocess
 import sys
 import tempfile
 
+from common import REPO
 from guest.host import loaderbuild
 from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
-GUEST_DIR = pathlib.Path(__file__).resolve().parents[1]
+GUEST_DIR = REPO / "guest"
 WORKLOADS = GUEST_DIR / "workloads"
 
 # busybox --list cannot run on the x86 host, so the applets are named here.

@@ -23,10 +23,10 @@ import sys
 import tempfile
 import time
 
+from common import REPO
 from guest.host.cachedir import Key, cache_root, cached, die, locked, run_or_die
 from guest.host.progress import heartbeat, run_logged
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 SOURCE_PACKAGE = "linux-source-6.1"
 TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
                                       "/usr/src/linux-source-6.1.tar.xz"))

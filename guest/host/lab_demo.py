@@ -93,10 +93,9 @@ from guest.host.resultsdir import new_run_dir
 from guest.host import bootrunner
 from guest.host import run as run_py
 from guest.host.run import helper_output
+from common import PY, REPO
 from guest.host.slurmengine import SlurmEngine
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 FLAVOURS = ("unpatched", "patched")
 WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
 # Condition kinds whose boots run chkwin, which watches the lab kernel's

@@ -21,13 +21,11 @@ from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
+from common import PY, REPO
 from guest.host import kernelwindows
 from guest.host.cachedir import die
 from guest.host.resultsdir import new_run_dir
 from guest.host.run import helper_output
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 
 
 def main():

@@ -10,13 +10,12 @@ tests, that vmlinux.h and the compilers' versions.
 """
 
 import os
-import pathlib
 import sys
 
+from common import REPO
 from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
 from guest.host import kbuild
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = [REPO / "bpf", REPO / "loader", REPO / "tests" / "c"]
 TOOLS = (["clang", "--version"], ["bpftool", "version"],
          ["aarch64-linux-gnu-gcc", "--version"], ["gcc", "--version"])

@@ -28,10 +28,11 @@ import sys
 import tempfile
 import time
 
+from common import PY, REPO
 from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 from guest.host.progress import heartbeat, last_line, run_logged
 
-GUEST = pathlib.Path(__file__).resolve().parents[1]
+GUEST = REPO / "guest"
 SUITE = "bookworm"
 VARIANT = "minbase"
 # busybox for the second stage's poweroff; the scenarios use the tools
@@ -106,7 +107,7 @@ def add_glue(tree):
 
 def stage_two(image, out):
     """Boot the half-made root; return the console's text."""
-    cmd = ["/usr/bin/python3", str(GUEST / "run.py"), "--flavour", "unpatched",
+    cmd = [PY, str(GUEST / "run.py"), "--flavour", "unpatched",
            "--root", "debian", "--rootfs", str(image), "--rootfs-writable",
            "--init", "/sbin/chkwin-second-stage", "--scenario", "second-stage",
            "--append", f"chkwin.epoch={int(time.time())}",

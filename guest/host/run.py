@@ -47,14 +47,14 @@ import sys
 import tarfile
 import time
 
+from common import PY, REPO
 from guest.host.cachedir import check_out_dir, die, write_json
 from guest.host import interrupts
 from guest.host import kernelwindows
 from guest.host import kmsg
 from guest.host import recordreplay
 
-GUEST = pathlib.Path(__file__).resolve().parents[1]
-PY = "/usr/bin/python3"
+GUEST = REPO / "guest"
 QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)

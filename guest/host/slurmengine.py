@@ -28,7 +28,8 @@ import subprocess
 import sys
 import time
 
-from guest.host.bootrunner import PY, QEMU_MEM_MB, REPO
+from common import PY, REPO
+from guest.host.bootrunner import QEMU_MEM_MB
 from guest.host.boottask import RESULT
 from guest.host.cachedir import die
 from guest.host.run import QEMU

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 
+from common import PY, REPO
 from guest.host import initramfs
 from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
@@ -232,9 +233,8 @@ def system_map(kdir, package):
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "run"
         proc = subprocess.run(
-            [sys.executable, str(pathlib.Path(__file__).resolve().parents[1] / "run.py"),
-             "--flavour", "stock", "--stock-package", resolve(package),
-             "--scenario", "kallsyms", "--duration", "1",
+            [PY, str(REPO / "guest/run.py"), "--flavour", "stock",
+             "--stock-package", resolve(package), "--scenario", "kallsyms", "--duration", "1",
              "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
         if proc.returncode != 0:
             die("the kallsyms boot of the stock kernel failed: "
