@@ -29,7 +29,7 @@ from analysis import chkwinlog
 from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
-from guest.host.cachedir import cache_root
+from common.cache import cache_root
 from guest.host.run import helper_output
 from common import PY, REPO
 

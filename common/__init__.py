@@ -1,5 +1,7 @@
 """What the lab (guest/host), the analysis, the benchmarks and the tests
-share, imported by name from the repository's top."""
+share, imported by name from the repository's top: REPO and PY here; the
+one-line error and running a tool (common.errors), progress lines on
+stderr (common.progress) and the build cache (common.cache)."""
 
 import pathlib
 

@@ -5,7 +5,7 @@ how many objects it has compiled."""
 
 
 from guest.host import kbuild
-from guest.host import progress
+from common import progress
 
 
 def test_a_long_step_prints_a_line_every_period(tmp_path, capsys, monkeypatch):

@@ -18,7 +18,7 @@ from tests.kernels import kernel_dir
 from analysis import windows
 from common import PY, REPO
 
-from guest.host.cachedir import cache_root
+from common.cache import cache_root
 
 pytestmark = pytest.mark.guest
 

@@ -28,7 +28,7 @@ import threading
 
 from common import PY, REPO
 from guest.host.boottask import RESULT
-from guest.host.cachedir import die
+from common.errors import die
 from guest.host.run import QEMU
 # Attempts beyond the first for a boot whose task was lost.
 RETRIES = 2

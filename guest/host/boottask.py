@@ -34,7 +34,8 @@ import sys
 import time
 
 from common import PY, REPO
-from guest.host.cachedir import die, write_json
+from common.errors import die
+from guest.host.resultsdir import write_json
 from guest.host.run import QEMU
 
 RESULT = "task.json"

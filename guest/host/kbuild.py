@@ -19,13 +19,13 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
 from common import REPO
-from guest.host.cachedir import Key, cache_root, cached, die, locked, run_or_die
-from guest.host.progress import heartbeat, run_logged
+from common.cache import Key, cache_root, cached, locked
+from common.errors import die, run_or_die
+from common.progress import heartbeat, log, run_logged
 
 SOURCE_PACKAGE = "linux-source-6.1"
 TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
@@ -35,10 +35,6 @@ MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")
 # Kbuild's quiet lines for a compiled or assembled object.
 OBJECT_LINE = re.compile(r"^\s+(?:CC|AS)\s+(?:\[M\]\s+)?(\S+)$", re.M)
-
-
-def log(msg):
-    print(f"kbuild: {msg}", file=sys.stderr, flush=True)
 
 
 def source_version():
@@ -87,7 +83,7 @@ def touched_files(patch):
 
 def extract(dest, version):
     """Unpack the source tarball so that dest is the top of a kernel tree."""
-    log(f"extracting {TARBALL.name} {version} into {dest}")
+    log("kbuild", f"extracting {TARBALL.name} {version} into {dest}")
     tmp = pathlib.Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + "."))
     with heartbeat("kbuild", lambda: f"still extracting {TARBALL.name}"):
         proc = subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(tmp)],
@@ -216,7 +212,7 @@ def build(flavour, patches_dir, jobs):
         if cold:
             extract(tree, version)
         changed = sync_tree(tree, pristine, patches, version)
-        log(f"{flavour}: {len(changed)} source files changed; building in {tree}")
+        log("kbuild", f"{flavour}: {len(changed)} source files changed; building in {tree}")
         configure(tree, fragment, flavour)
         make(tree, jobs)
         meta = {"flavour": flavour, "key": key, "source_version": version,
@@ -224,7 +220,7 @@ def build(flavour, patches_dir, jobs):
                 "changed_files": changed, "cold": cold,
                 "build_seconds": round(time.monotonic() - start, 1)}
         collect(tree, tmp, meta)
-        log(f"built {flavour} in {meta['build_seconds']} s")
+        log("kbuild", f"built {flavour} in {meta['build_seconds']} s")
 
     # Every key of a flavour builds in the same tree: one lock per tree.
     return cached(cache_root() / "kernels" / f"{flavour}-{key}", make_kernel,

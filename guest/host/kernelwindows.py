@@ -17,7 +17,8 @@ import subprocess
 
 from analysis.stackscan import builder as stackscan
 from common import REPO
-from guest.host.cachedir import Key, cache_root, cached, die
+from common.cache import Key, cache_root, cached
+from common.errors import die
 
 ALLOW = REPO / "analysis/stackscan/allow-lab.txt"
 # The name a boot's copy has in the guest's /tmp/host and in its results.

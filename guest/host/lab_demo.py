@@ -79,7 +79,7 @@ import subprocess
 import sys
 import time
 
-from guest.host.cachedir import die
+from common.errors import die
 from analysis import calibration
 from analysis import design
 from analysis import experiment
@@ -87,7 +87,7 @@ from analysis import model
 from analysis import planning
 from analysis import verdict
 from analysis import windows
-from guest.host.progress import heartbeat
+from common.progress import heartbeat
 from guest.host import kernelwindows
 from guest.host.resultsdir import new_run_dir
 from guest.host import bootrunner

@@ -23,7 +23,7 @@ from analysis import fsgeom
 from analysis import windows
 from common import PY, REPO
 from guest.host import kernelwindows
-from guest.host.cachedir import die
+from common.errors import die
 from guest.host.resultsdir import new_run_dir
 from guest.host.run import helper_output
 

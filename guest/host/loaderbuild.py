@@ -10,10 +10,11 @@ tests, that vmlinux.h and the compilers' versions.
 """
 
 import os
-import sys
 
 from common import REPO
-from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+from common.cache import builder_main, Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 from guest.host import kbuild
 
 SOURCES = [REPO / "bpf", REPO / "loader", REPO / "tests" / "c"]
@@ -46,7 +47,7 @@ def build():
         tmp.mkdir()
         run_or_die(["make", "-C", str(REPO / "loader"), f"OUT={tmp}",
                     f"VMLINUX_H={vmlinux_h}", "all"],
-                   "building the loader (make -C loader)", stdout=sys.stderr)
+                   "building the loader (make -C loader)", stdout=tool_output())
         for f in OUTPUTS:
             if not (tmp / f).is_file():
                 die(f"make -C loader produced no {f}")

@@ -24,13 +24,13 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
 from common import PY, REPO
-from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
-from guest.host.progress import heartbeat, last_line, run_logged
+from common.cache import Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import heartbeat, last_line, log, run_logged, tool_output
 
 GUEST = REPO / "guest"
 SUITE = "bookworm"
@@ -43,10 +43,6 @@ IMAGE_SIZE = "3G"
 GLUE = {"sbin/chkwin-init": GUEST / "debian" / "chkwin-init",
         "sbin/chkwin-second-stage": GUEST / "debian" / "second-stage"}
 STAGE_TWO_TIMEOUT = 3600
-
-
-def log(msg):
-    print(f"rootfs: {msg}", file=sys.stderr, flush=True)
 
 
 def debootstrap_version():
@@ -82,7 +78,7 @@ def cache_key():
 def stage_one(tree, logfile):
     cmd = ["debootstrap", "--arch=arm64", "--foreign", f"--variant={VARIANT}",
            "--include=" + ",".join(PACKAGES), SUITE, str(tree), mirror()]
-    log(f"stage one: {' '.join(cmd)}")
+    log("rootfs", f"stage one: {' '.join(cmd)}")
     proc = run_logged(cmd, logfile, "rootfs", last_line)
     if proc.returncode != 0:
         lines = pathlib.Path(logfile).read_text(errors="replace").strip().splitlines()
@@ -112,7 +108,7 @@ def stage_two(image, out):
            "--init", "/sbin/chkwin-second-stage", "--scenario", "second-stage",
            "--append", f"chkwin.epoch={int(time.time())}",
            "--timeout", str(STAGE_TWO_TIMEOUT), "--out", str(out)]
-    log("stage two: debootstrap --second-stage in the guest")
+    log("rootfs", "stage two: debootstrap --second-stage in the guest")
     console = out / "console.log"
     with heartbeat("rootfs", lambda: last_line(console)):
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -155,7 +151,7 @@ def build():
             one = time.monotonic() - started
             run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L",
                         "chkwin-debian", "-d", str(tree), str(tmp / "rootfs.img"),
-                        IMAGE_SIZE], "mke2fs of the root disk", stdout=sys.stderr)
+                        IMAGE_SIZE], "mke2fs of the root disk", stdout=tool_output())
             shutil.rmtree(tree)
             started = time.monotonic()
             console = stage_two(tmp / "rootfs.img", tmp / "stage2")
@@ -172,7 +168,7 @@ def build():
             final.mkdir()
             for name in ("rootfs.img", "packages.txt", "build.json"):
                 os.replace(tmp / name, final / name)
-        log(f"stage one {one:.0f} s, stage two {two:.0f} s")
+        log("rootfs", f"stage one {one:.0f} s, stage two {two:.0f} s")
 
     return cached(cache_root() / "rootfs" / f"debian-{cache_key()}", make_rootfs,
                   "rootfs", ready=lambda d: (d / "rootfs.img").is_file()

@@ -48,7 +48,8 @@ import tarfile
 import time
 
 from common import PY, REPO
-from guest.host.cachedir import check_out_dir, die, write_json
+from common.errors import die
+from guest.host.resultsdir import check_out_dir, write_json
 from guest.host import interrupts
 from guest.host import kernelwindows
 from guest.host import kmsg

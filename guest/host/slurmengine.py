@@ -31,7 +31,7 @@ import time
 from common import PY, REPO
 from guest.host.bootrunner import QEMU_MEM_MB
 from guest.host.boottask import RESULT
-from guest.host.cachedir import die
+from common.errors import die
 from guest.host.run import QEMU
 
 # Seconds between looks at the queue; what a task's start and end cost

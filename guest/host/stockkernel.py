@@ -38,12 +38,13 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 from common import PY, REPO
+from common.cache import Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 from guest.host import initramfs
-from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
 # Any Debian arm64 kernel of the generic, -rt (PREEMPT_RT: threaded
 # interrupts) or -cloud flavour (not -16k, -unsigned or -dbg): 6.1.0-27,
@@ -104,7 +105,7 @@ def package_deb(package):
     with tempfile.TemporaryDirectory(dir=debs) as tmp:
         run_or_die(["apt-get", "download", f"{package}:arm64"],
                    f"apt-get download {package}:arm64", cwd=tmp,
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         got = list(pathlib.Path(tmp).glob(f"{package}_*_arm64.deb"))
         if len(got) != 1:
             die(f"apt-get download {package}:arm64 gave no .deb")
@@ -154,7 +155,7 @@ def unpack(deb, outdir):
     with tempfile.TemporaryDirectory() as scratch:
         root = pathlib.Path(scratch)
         run_or_die(["dpkg-deb", "-x", str(deb), scratch], f"dpkg-deb -x {deb}",
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         images = sorted((root / "boot").glob("vmlinuz-*"))
         if len(images) != 1:
             die(f"{deb.name} has {len(images)} boot/vmlinuz-* (expected 1)")

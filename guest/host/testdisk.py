@@ -18,7 +18,8 @@ import shutil
 import subprocess
 import tempfile
 
-from guest.host.cachedir import Key, cache_root, cached, die
+from common.cache import Key, cache_root, cached
+from common.errors import die
 
 EPOCH = 1609804800          # 2021-01-05, the day of Russell King's report
 UUID = "c4c4c4c4-2021-0105-a72a-000000000001"

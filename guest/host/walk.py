@@ -29,7 +29,8 @@ import time
 
 from analysis import windows as windows_file
 from guest.host import recordreplay
-from guest.host.cachedir import die, write_json
+from common.errors import die
+from guest.host.resultsdir import write_json
 from guest.host.run import helper_output
 
 GDB = "gdb-multiarch"
