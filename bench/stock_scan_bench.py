@@ -30,6 +30,7 @@ from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
 from common.cache import cache_root
+from common.progress import log
 from guest.host.run import helper_output
 from common import PY, REPO
 
@@ -152,7 +153,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="stock-scan-") as tmp:
         for spec in args.packages.split(","):
-            print(f"stock_scan_bench: {spec}", file=sys.stderr, flush=True)
+            log("stock_scan_bench", spec)
             k = one_kernel(stackscan, spec, pathlib.Path(tmp))
             total = k["image_s"] + k["modules_s"]
             rows.append((f"`{k['package']}`",
