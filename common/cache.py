@@ -5,7 +5,8 @@ one directory outside the repository, ~/.cache/chkwin unless CHKWIN_CACHE
 says otherwise.  Each product sits in a file or directory named by a hash
 of its inputs, so unchanged inputs find the old product and changed ones
 miss.  cached() is the one way a product gets there: locked, built aside,
-renamed into place.
+renamed into place.  A builder's command line prints where its product
+is; another command calls the builder's function for it, quietly().
 """
 
 import argparse
@@ -17,7 +18,7 @@ import pathlib
 import shutil
 
 from common.errors import die
-from common.progress import heartbeat, log
+from common.progress import heartbeat, log, quiet
 
 
 def cache_root():
@@ -62,6 +63,20 @@ def builder_main(build, doc, option, what):
     path = build()
     if getattr(args, option.lstrip("-").replace("-", "_")):
         print(path)
+
+
+@contextlib.contextmanager
+def quietly():
+    """For a command that calls builders in the block: their progress and
+    cache lines are held back (the command reports its own outcome; each
+    builder's own command shows them), and an OSError from one (a cache
+    it cannot write, a tool that is missing) is one line, as every other
+    failure of theirs is."""
+    with quiet():
+        try:
+            yield
+        except OSError as e:
+            die(str(e))
 
 
 @contextlib.contextmanager

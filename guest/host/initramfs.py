@@ -184,7 +184,9 @@ def entries_key(kind, writer, entries):
     return key.hexdigest()
 
 
-def build(adds):
+def build(adds=()):
+    """The initramfs's path (with adds, (host, guest) paths), built on a
+    cache miss."""
     with tempfile.TemporaryDirectory() as scratch:
         entries = collect(adds, scratch)
     name = f"initramfs-{entries_key('initramfs', __file__, entries)}.cpio.gz"

@@ -33,6 +33,7 @@ TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
 CROSS = "aarch64-linux-gnu-"
 MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")
+JOBS = os.cpu_count() or 2
 # Kbuild's quiet lines for a compiled or assembled object.
 OBJECT_LINE = re.compile(r"^\s+(?:CC|AS)\s+(?:\[M\]\s+)?(\S+)$", re.M)
 
@@ -195,6 +196,11 @@ def collect(tree, tmp, meta):
     (tmp / "build.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
+def default_patches():
+    """The directory of the series: CHKWIN_PATCHES, else kernel-patches/."""
+    return pathlib.Path(os.environ.get("CHKWIN_PATCHES", REPO / "kernel-patches"))
+
+
 def build(flavour, patches_dir, jobs):
     """Return (output dir, 'hit' or 'built')."""
     version, gcc = source_version(), compiler_version()
@@ -228,14 +234,18 @@ def build(flavour, patches_dir, jobs):
                   lock=tree.with_name(f".{flavour}.lock"))
 
 
+def kernel_dir(flavour):
+    """The flavour's output directory (Image, vmlinux, System.map, ...)
+    as --print-dir prints it with the default settings, built on a miss."""
+    return build(flavour, default_patches().resolve(), JOBS)[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flavour", action="append", required=True,
                     help="unpatched or patched (repeatable)")
-    ap.add_argument("--patches-dir", type=pathlib.Path,
-                    default=pathlib.Path(os.environ.get(
-                        "CHKWIN_PATCHES", REPO / "kernel-patches")))
-    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--patches-dir", type=pathlib.Path, default=default_patches())
+    ap.add_argument("-j", "--jobs", type=int, default=JOBS)
     ap.add_argument("--print-dir", action="store_true",
                     help="print each flavour's output directory on stdout "
                          "(it is built first on a cache miss)")

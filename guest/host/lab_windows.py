@@ -22,10 +22,11 @@ from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
 from common import PY, REPO
-from guest.host import kernelwindows
+from common.cache import quietly
 from common.errors import die
+from guest.host import kbuild
+from guest.host import kernelwindows
 from guest.host.resultsdir import new_run_dir
-from guest.host.run import helper_output
 
 
 def main():
@@ -39,7 +40,8 @@ def main():
     args = ap.parse_args()
     if args.seconds < 1:
         ap.error("--seconds must be at least 1")
-    kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
+    with quietly():
+        kdir = kbuild.kernel_dir("unpatched")
     out = new_run_dir(args.results, "windows-")
     wfile = kernelwindows.copy_to(kdir / "vmlinux", out)
     found = windows.read(wfile)

@@ -9,8 +9,6 @@ tests, that vmlinux.h and the compilers' versions.
     /usr/bin/python3 guest/loaderbuild.py [--print-dir]
 """
 
-import os
-
 from common import REPO
 from common.cache import builder_main, Key, cache_root, cached
 from common.errors import die, run_or_die
@@ -34,8 +32,7 @@ def tool_versions():
 
 def build():
     """Return the output directory, building on a cache miss."""
-    kdir, _ = kbuild.build("unpatched", REPO / "kernel-patches",
-                           os.cpu_count() or 2)
+    kdir, _ = kbuild.build("unpatched", REPO / "kernel-patches", kbuild.JOBS)
     vmlinux_h = kdir / "vmlinux.h"
     key = Key("loader").add("tools", tool_versions())
     key.add_file(vmlinux_h)

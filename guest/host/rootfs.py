@@ -140,6 +140,14 @@ def check(image):
                 f"{fsck.returncode}; kept as {kept}, output in {report})")
 
 
+def image():
+    """rootfs.img's path, built on a cache miss (as root only, even a hit:
+    debootstrap and the device nodes of the root need root)."""
+    if os.geteuid() != 0:
+        die("debootstrap and the device nodes of the root need root")
+    return build() / "rootfs.img"
+
+
 def build():
     def make_rootfs(final):
         with tempfile.TemporaryDirectory(dir=final.parent, prefix=".tmp-") as tmp:
@@ -182,14 +190,12 @@ def main():
     parser.add_argument("--json", action="store_true",
                         help="print the build report (build.json) and its directory")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        die("debootstrap and the device nodes of the root need root")
-    outdir = build()
+    path = image()
     if args.json:
-        report = json.loads((outdir / "build.json").read_text())
-        print(json.dumps(dict(report, dir=str(outdir)), indent=2))
+        report = json.loads((path.parent / "build.json").read_text())
+        print(json.dumps(dict(report, dir=str(path.parent)), indent=2))
     if args.print_path:
-        print(outdir / "rootfs.img")
+        print(path)
 
 
 if __name__ == "__main__":

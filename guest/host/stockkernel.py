@@ -265,6 +265,12 @@ def initramfs_adds(kdir):
             for p in sorted(mods.iterdir())]
 
 
+def modules_initramfs(kdir):
+    """The path of guest/initramfs.py's initramfs with kdir's modules
+    added, built on a cache miss."""
+    return initramfs.build(initramfs_adds(kdir))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--package", help="linux-image-VERSION-[rt-|cloud-]arm64, e.g. "
@@ -282,7 +288,7 @@ def main():
     if args.print_dir:
         print(kdir)
     if args.print_initramfs:
-        print(initramfs.build(initramfs_adds(kdir)))
+        print(modules_initramfs(kdir))
     if args.print_system_map:
         print(system_map(kdir, args.package))
 

@@ -41,6 +41,7 @@ def populate(root, entries):
 
 
 def build():
+    """The image's path, built on a cache miss."""
     with tempfile.TemporaryDirectory() as scratch:
         entries = initramfs.collect([], scratch)
     name = f"tools-{initramfs.entries_key('toolsdisk', __file__, entries)}.img"
