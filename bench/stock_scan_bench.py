@@ -29,10 +29,10 @@ from analysis import chkwinlog
 from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
-from common.cache import cache_root
-from common.progress import log
-from guest.host.run import helper_output
 from common import PY, REPO
+from common.cache import cache_root, quietly
+from common.progress import log
+from guest.host import stockkernel
 
 PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
 GOAL_S = 60
@@ -120,8 +120,9 @@ def watch(spec, kdir, sysmap, found, tmp):
 
 
 def one_kernel(stackscan, spec, tmp):
-    kdir = pathlib.Path(helper_output("stockkernel.py", "--package", spec, "--print-dir"))
-    sysmap = helper_output("stockkernel.py", "--package", spec, "--print-system-map")
+    with quietly():
+        kdir = stockkernel.build(spec)
+        sysmap = stockkernel.system_map(kdir, spec)
     package = kdir.name.rsplit("-", 1)[0]
     deb, = (cache_root() / "debs").glob(f"{package}_*_arm64.deb")
     kos = modules_of(deb, tmp / spec)

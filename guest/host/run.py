@@ -47,7 +47,6 @@ import sys
 import tarfile
 import time
 
-from common import PY, REPO
 from common.cache import quietly
 from common.errors import die
 from guest.host import initramfs
@@ -62,7 +61,6 @@ from guest.host import testdisk
 from guest.host import toolsdisk
 from guest.host.resultsdir import check_out_dir, write_json
 
-GUEST = REPO / "guest"
 QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
@@ -75,18 +73,6 @@ RESULT_RE = re.compile(r"^chkwin: result (\{.*\})\s*$", re.M)
 PHASE_EVERY = 16
 # The scenario goes on the kernel command line as one word.
 SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def helper_output(script, *args):
-    """The last stdout line of another guest/ script (it prints a path)."""
-    # Its stderr is kept back so that ours carries our own verdict only.
-    proc = subprocess.run([PY, str(GUEST / script), *args],
-                          capture_output=True, text=True)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        die(f"guest/{script} {' '.join(args)} failed: {why}")
-    return lines[-1]
 
 
 def guest_files(paths, out):
