@@ -28,8 +28,8 @@ import time
 from analysis import chkwinlog
 from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
+from bench import runs
 from bench.section import print_section
-from common import PY, REPO
 from common.cache import cache_root, quietly
 from common.progress import log
 from guest.host import stockkernel
@@ -93,14 +93,10 @@ def watch(spec, kdir, sysmap, found, tmp):
     symbols = windows.symbols_from(sysmap)
     wfile.write_text(windows.idle_windows(symbols))
     out = tmp / f"{spec}-boot"
-    proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "stock",
-                           "--stock-package", spec, "--scenario", "record", "--duration", "15",
-                           "--guest-file", str(wfile), "--out", str(out), "--append",
-                           "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
-                           f"/tmp/host/{wfile.name}"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        sys.exit(f"stock_scan_bench: error: the {spec} boot failed: {last[0]}")
+    runs.boot(["--flavour", "stock", "--stock-package", spec, "--scenario", "record",
+               "--duration", "15", "--guest-file", str(wfile), "--out", str(out), "--append",
+               "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
+               f"/tmp/host/{wfile.name}"], f"the {spec} boot failed")
     result = json.loads((out / "status.json").read_text())["chkwin"]
     irqs = result["irq_arrivals"]
     per_million = {name: n * 1e6 / irqs for name, n in result["watched_arrivals"].items()}
