@@ -17,7 +17,6 @@ from tests.kernels import kernel_dir
 
 from analysis import windows
 from common import PY, REPO
-
 from common.cache import cache_root
 
 pytestmark = pytest.mark.guest
