@@ -3,9 +3,15 @@
 the other commands are symbolic links to this file.  Python puts the
 directory of a script, symbolic links resolved, first on the module path,
 so every command runs with the repository's top on it and imports the
-packages (analysis, guest.host, bench, tests) by their names; this file
-calls main() of the module the command's path names (its exit status is
-main()'s return value)."""
+packages (analysis, guest.host, common, bench, tests) by their names; this
+file calls main() of the module the command's path names (its exit status
+is main()'s return value).
+
+The commands stay one path each rather than subcommands of a single
+chkwin-lab: the README, the Makefile, the Slurm job scripts and the docs
+call them by those paths, and a command's name is what its usage and its
+one-line errors begin with.  One link per command costs only this table,
+and a new command is a link and a line in it."""
 
 import importlib
 import os

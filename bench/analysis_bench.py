@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 # Measured from synthlog.generate: 6 calls, verify, iget, ~3.5 interrupts,
 # a block issue and completion every 8 igets.
 RECORDS_PER_IGET = 11.6
@@ -46,7 +46,7 @@ print(len(log), read, total, len(c.failures), c.attributed(), len(c.arrivals),
 
 
 def child(code):
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    proc = subprocess.run([PY, "-c", code], capture_output=True, text=True,
                           cwd=REPO)
     if proc.returncode != 0:
         sys.exit(f"analysis_bench: error: {proc.stderr.strip().splitlines()[-1:]}")

@@ -9,16 +9,13 @@ analysis/experiment.py."""
 import argparse
 import json
 import pathlib
-import subprocess
-import sys
 import tempfile
 import time
 
-from bench.section import print_section
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 from analysis import experiment
+from bench import runs
+from bench.section import print_section
+from common import PY, REPO
 
 
 def main():
@@ -38,11 +35,8 @@ def main():
                "--boots", str(args.boots),
                "--boot-seconds", str(args.boot_seconds), "--record-seconds", "0",
                "--no-controls", "--seed", str(args.seed), "--results", tmp]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        runs.run(cmd, "the sweep failed", "no output")
         wall = time.monotonic() - start
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            sys.exit(f"dose_bench: error: the sweep failed: {last}")
         doc = json.loads((pathlib.Path(tmp) / "latest" / "experiment.json").read_text())
     rows = []
     for r in experiment.conditions(doc):

@@ -17,14 +17,12 @@ import argparse
 import json
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
 
+from bench import runs
 from bench.section import print_section
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 # method: (chkwin options, the programs that serve the interrupt)
 METHODS = {
     "none": ("--no-irq", ()),
@@ -42,15 +40,11 @@ def boot(out, method, args, stats=False):
     if stats:
         options += ",--prog-stats"
     which = ["--stock-package", args.stock_package] if args.stock_package else []
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", "stock", *which, "--scenario", "record",
-           "--clock", "icount", "--shift", str(args.shift), "--duration", str(args.seconds),
-           "--out", str(out), "--append",
-           "chkwin.workload=leaf-loop chkwin.log=none "
-           f"chkwin.loader=-q,-R,counts,-F,{args.hz},{options}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"irq_pc_bench: error: the {method} boot failed: "
-                 f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    runs.boot(["--flavour", "stock", *which, "--scenario", "record", "--clock", "icount",
+               "--shift", str(args.shift), "--duration", str(args.seconds), "--out", str(out),
+               "--append", "chkwin.workload=leaf-loop chkwin.log=none "
+               f"chkwin.loader=-q,-R,counts,-F,{args.hz},{options}"],
+              f"the {method} boot failed")
     console = (out / "console.log").read_text(errors="replace")
     found = ROUNDS_RE.search(console)
     result = json.loads((out / "status.json").read_text()).get("chkwin")

@@ -14,9 +14,8 @@ import tempfile
 import time
 
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 FLAVOURS = ("unpatched", "patched")
 
 

@@ -19,10 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+from bench import runs
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 NAMES = {"floor": "floor (chkwin's programs return at once)",
          "chkwin": "chkwin (tracepoints)", "fallback": "chkwin -m fallback (kprobes)",
          "failures": "chkwin -R failures (flight recorder)",
@@ -65,8 +65,8 @@ def boot(args, out, root="initramfs", extra="", slack=300):
         if (out / "console.log").exists() else ""
     if proc.returncode != 0:
         last = [ln for ln in console.splitlines() if ln.startswith("loader-bench:")]
-        sys.exit("loader_bench: error: the loader-bench guest failed: "
-                 + (last or proc.stderr.strip().splitlines() or ["no output"])[-1])
+        runs.fail("the loader-bench guest failed",
+                  last[-1] if last else runs.last_line(proc, "no output"))
     return console
 
 

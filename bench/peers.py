@@ -29,10 +29,9 @@ import tempfile
 
 from bench.loader_bench import boot, parse_pieces, slowdown, spread, untraced_row
 from bench.section import print_section
-from bench.stackscan_bench import output_of
+from common.cache import quietly
+from guest.host import kbuild
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 NAMES = {"floor": "floor (chkwin's programs return at once)", "bpftrace": "bpftrace (maps)",
          "failures": "chkwin -R failures (flight recorder)",
          "chkwin": "chkwin -R all (every record)", "perf": "perf record -a -g"}
@@ -68,9 +67,8 @@ ANSWER_RE = re.compile(r"^bench-answer: (\w+) (\d+) (\S+) (.*)$", re.M)
 
 def function_sizes(flavour):
     """FUNCTION:SIZE for FUNCS, from the flavour's vmlinux symbol table."""
-    kdir = output_of([PY, str(REPO / "guest/kbuild.py"), "--flavour", flavour,
-                      "--print-dir"], f"guest/kbuild.py --flavour {flavour}")
-    vmlinux = pathlib.Path(kdir.splitlines()[-1]) / "vmlinux"
+    with quietly():
+        vmlinux = kbuild.kernel_dir(flavour) / "vmlinux"
     nm = subprocess.run(["aarch64-linux-gnu-nm", "-S", str(vmlinux)],
                         capture_output=True, text=True)
     sizes = {}

@@ -7,31 +7,22 @@ price programs (windows_bench, event_cost) boot through here.
 """
 
 import json
-import pathlib
-import subprocess
-import sys
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
+from bench import runs
 
 
 def boot(out, what, *, flavour, window, loader, shift, seconds, run_args=()):
     """The closing record (with "programs") of one phase-seeded inode-loop
     boot; loader: chkwin's options, commas for spaces; exits with one line
     naming what on failure."""
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", flavour, "--scenario", "record",
-           *run_args, "--clock", "icount", "--shift", str(shift), "--phase-seed", "1",
-           "--duration", str(seconds), "--out", str(out), "--append",
-           f"ext4.chksum_window={window} chkwin.workload=inode-loop "
-           f"chkwin.loader=-q,{loader},--prog-stats"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    name = pathlib.Path(sys.argv[0]).stem
-    if proc.returncode != 0:
-        sys.exit(f"{name}: error: boot {what}: "
-                 f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+    runs.boot(["--flavour", flavour, "--scenario", "record", *run_args, "--clock", "icount",
+               "--shift", str(shift), "--phase-seed", "1", "--duration", str(seconds),
+               "--out", str(out), "--append",
+               f"ext4.chksum_window={window} chkwin.workload=inode-loop "
+               f"chkwin.loader=-q,{loader},--prog-stats"], f"boot {what}")
     result = json.loads((out / "status.json").read_text()).get("chkwin")
     if not result or not result.get("programs"):
-        sys.exit(f"{name}: error: boot {what}: no closing record with program statistics")
+        runs.fail(f"boot {what}", "no closing record with program statistics")
     return result
 
 

@@ -35,9 +35,8 @@ from analysis import walks
 from guest.host import bootrunner
 from guest.host import recordreplay
 from bench.section import print_section
+from common import PY, REPO
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 SHIFT = 4
 
 

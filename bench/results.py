@@ -20,8 +20,9 @@ import subprocess
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
+from common import PY, REPO
+from common.progress import log
+
 BENCHES = {
     "lab": ["bench.lab_bench"],
     "loader": ["bench.loader_bench"],
@@ -89,7 +90,7 @@ def main():
     for name, cmd in BENCHES.items():
         if args.only and name not in args.only:
             continue
-        print(f"bench: {name}: python3 -m {' '.join(cmd)}", file=sys.stderr, flush=True)
+        log("bench", f"{name}: python3 -m {' '.join(cmd)}")
         proc = subprocess.run([PY, "-m", *cmd], capture_output=True, text=True, cwd=REPO)
         if proc.returncode != 0 or not proc.stdout.startswith("## "):
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -111,7 +112,7 @@ def main():
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmpname, args.out)
-    print(f"bench: wrote {args.out}", file=sys.stderr)
+    log("bench", f"wrote {args.out}")
 
 
 def by_hand(old):

@@ -9,27 +9,18 @@ timed for the raw Image with System.map and for Debian's stock ext4.ko.
 
 import argparse
 import json
-import pathlib
 import resource
 import subprocess
 import sys
 import time
 
+from analysis.stackscan import builder as stackscan_builder
 from bench.section import print_section
+from common.cache import quietly
+from guest.host import kbuild
+from guest.host import stockkernel
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 GOAL_S = 60
-
-
-def output_of(cmd, what):
-    """cmd's stdout; if it fails, exit with one line naming what failed
-    and its last line of stderr, as the bench that called it."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        sys.exit(f"{pathlib.Path(sys.argv[0]).stem}: error: {what} failed: {last[0]}")
-    return proc.stdout.strip()
 
 
 def timed_scan(stackscan, args, runs):
@@ -60,13 +51,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    stackscan = output_of([PY, str(REPO / "analysis/stackscan/build.py"),
-                           "--print-path"], "building stackscan")
-    kdir = pathlib.Path(output_of([PY, str(REPO / "guest/kbuild.py"),
-                                   "--flavour", "unpatched", "--print-dir"],
-                                  "guest/kbuild.py --flavour unpatched"))
-    stock = pathlib.Path(output_of([PY, str(REPO / "guest/stockkernel.py"),
-                                    "--print-dir"], "guest/stockkernel.py"))
+    with quietly():
+        stackscan = str(stackscan_builder.build())
+        kdir = kbuild.kernel_dir("unpatched")
+        stock = stockkernel.build()
     wall, cpu, rep = timed_scan(stackscan, [kdir / "vmlinux"], args.runs)
     img_wall, _, img = timed_scan(
         stackscan, ["--system-map", kdir / "System.map", kdir / "Image"],

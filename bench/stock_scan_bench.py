@@ -28,12 +28,12 @@ import time
 from analysis import chkwinlog
 from analysis import windows
 from analysis.stackscan import builder as stackscan_builder
+from bench import runs
 from bench.section import print_section
-from guest.host.cachedir import cache_root
-from guest.host.run import helper_output
+from common.cache import cache_root, quietly
+from common.progress import log
+from guest.host import stockkernel
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
 GOAL_S = 60
 
@@ -93,14 +93,10 @@ def watch(spec, kdir, sysmap, found, tmp):
     symbols = windows.symbols_from(sysmap)
     wfile.write_text(windows.idle_windows(symbols))
     out = tmp / f"{spec}-boot"
-    proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "stock",
-                           "--stock-package", spec, "--scenario", "record", "--duration", "15",
-                           "--guest-file", str(wfile), "--out", str(out), "--append",
-                           "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
-                           f"/tmp/host/{wfile.name}"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1:] or ["no message"]
-        sys.exit(f"stock_scan_bench: error: the {spec} boot failed: {last[0]}")
+    runs.boot(["--flavour", "stock", "--stock-package", spec, "--scenario", "record",
+               "--duration", "15", "--guest-file", str(wfile), "--out", str(out), "--append",
+               "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
+               f"/tmp/host/{wfile.name}"], f"the {spec} boot failed")
     result = json.loads((out / "status.json").read_text())["chkwin"]
     irqs = result["irq_arrivals"]
     per_million = {name: n * 1e6 / irqs for name, n in result["watched_arrivals"].items()}
@@ -120,8 +116,9 @@ def watch(spec, kdir, sysmap, found, tmp):
 
 
 def one_kernel(stackscan, spec, tmp):
-    kdir = pathlib.Path(helper_output("stockkernel.py", "--package", spec, "--print-dir"))
-    sysmap = helper_output("stockkernel.py", "--package", spec, "--print-system-map")
+    with quietly():
+        kdir = stockkernel.build(spec)
+        sysmap = stockkernel.system_map(kdir, spec)
     package = kdir.name.rsplit("-", 1)[0]
     deb, = (cache_root() / "debs").glob(f"{package}_*_arm64.deb")
     kos = modules_of(deb, tmp / spec)
@@ -153,7 +150,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(prefix="stock-scan-") as tmp:
         for spec in args.packages.split(","):
-            print(f"stock_scan_bench: {spec}", file=sys.stderr, flush=True)
+            log("stock_scan_bench", spec)
             k = one_kernel(stackscan, spec, pathlib.Path(tmp))
             total = k["image_s"] + k["modules_s"]
             rows.append((f"`{k['package']}`",

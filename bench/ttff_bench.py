@@ -12,28 +12,23 @@ import argparse
 import pathlib
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 
+from bench import runs
 from bench.section import print_section
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
 RESULT_RE = re.compile(r"^first-failure: ([\d.]+) ([\d.]+|none)$", re.M)
 
 
 def one_run(flavour, limit, out):
-    cmd = [PY, str(REPO / "guest/run.py"), "--flavour", flavour, "--scenario",
-           "first-failure", "--duration", str(limit), "--append",
-           "ext4.chksum_window=gcc49", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    console = (out / "console.log").read_text(errors="replace") \
-        if (out / "console.log").exists() else ""
-    m = RESULT_RE.search(console)
-    if proc.returncode != 0 or not m:
-        sys.exit(f"ttff_bench: error: {flavour} run in {out} printed no result: "
-                 + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+    what = f"{flavour} run in {out} printed no result"
+    proc = runs.boot(["--flavour", flavour, "--scenario", "first-failure", "--duration",
+                      str(limit), "--append", "ext4.chksum_window=gcc49", "--out", str(out)],
+                     what, "no output")
+    m = RESULT_RE.search((out / "console.log").read_text(errors="replace")
+                         if (out / "console.log").exists() else "")
+    if not m:
+        runs.fail(what, runs.last_line(proc, "no output"))
     return None if m.group(2) == "none" else float(m.group(2)) - float(m.group(1))
 
 

@@ -22,7 +22,8 @@ from analysis import windows
 from bench import progstats
 from bench.progstats import instructions
 from bench.section import print_section
-from guest.host.run import helper_output
+from common.cache import quietly
+from guest.host import kbuild
 
 SIZES = (1, 100, 4000)
 
@@ -70,7 +71,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--shift", type=int, default=4)
     args = ap.parse_args()
-    kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
+    with quietly():
+        kdir = kbuild.kernel_dir("unpatched")
     rows, entry = [], {}
     with tempfile.TemporaryDirectory(prefix="windows-bench-") as tmp:
         tmp = pathlib.Path(tmp)

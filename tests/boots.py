@@ -5,7 +5,7 @@ import json
 import os
 import subprocess
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis.chkwinlog import NOT_ATTACHED, PROBES
 from guest.host import bootrunner

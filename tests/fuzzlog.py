@@ -38,15 +38,14 @@ import time
 import traceback
 import zlib
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 from analysis import chkwinlog
 from analysis import correlate
 from analysis import flight
 from analysis import logjson
 from analysis import summary
 from analysis import synthlog
+from common import PY, REPO
 
-PY = "/usr/bin/python3"
 KINDS = ("cut", "flip", "bytes", "header", "trailer", "chunks", "retype", "length")
 HOSTILE_HEADER = [
     b"cpus=2a", b"cpus=-1", b"cpus=2_0", b"cpus=100000", b"cpus=" + b"9" * 31, b"cpus=0",

@@ -4,8 +4,8 @@ import json
 import pathlib
 import subprocess
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PY = "/usr/bin/python3"
+from common import PY, REPO
+
 # mode.irq where the interrupted regs come from a kprobe (loader/plan.c).
 IRQ_KPROBE_MODE = "tp_btf+kprobe+kretprobe:do_interrupt_handler"
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import chkwinlog
 from analysis import compare

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from tests.boots import recorded_gcc49
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import chkwinlog
 from analysis import correlate

@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-from tests.kernels import PY, REPO, kernel_dir, run_together
+from common import PY, REPO
+from tests.kernels import kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
 

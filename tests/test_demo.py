@@ -30,7 +30,7 @@ import subprocess
 import pytest
 
 from tests import boots
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import chkwinlog
 from analysis import experiment

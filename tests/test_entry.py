@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import entry
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 
 @pytest.mark.parametrize("command", sorted(entry.ENTRY_POINTS))

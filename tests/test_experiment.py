@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import experiment
 from analysis import planning

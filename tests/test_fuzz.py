@@ -6,7 +6,7 @@ record count."""
 import json
 import subprocess
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 COUNT = 2500
 

@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from tests.boots import boot
-from tests.kernels import PY, REPO, kernel_dir
+from common import PY, REPO
+from tests.kernels import kernel_dir
 
 pytestmark = pytest.mark.guest
 

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from tests.boots import boot_many, icount_args
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import model
 

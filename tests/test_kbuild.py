@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from tests.kernels import REPO, kbuild, kbuild_args, kernel_dir, run_together
+from common import REPO
+from tests.kernels import kbuild, kbuild_args, kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
 

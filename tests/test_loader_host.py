@@ -9,9 +9,11 @@ import subprocess
 
 import pytest
 
-
 from guest.host import loaderbuild
 
+# No guest boots here, but building the loader needs the unpatched lab
+# kernel's vmlinux.h (guest/host/loaderbuild.py), which make test-host
+# does not build.
 pytestmark = pytest.mark.guest
 
 EM_AARCH64, EM_BPF = 183, 247

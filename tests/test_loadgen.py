@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.kernels import REPO
+from common import REPO
 
 WORKLOADS = REPO / "guest/workloads"
 

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import chkwinlog
 from analysis import logjson

@@ -1,11 +1,17 @@
 """Progress lines: a step that takes minutes says how far it is at least
 every progress.PERIOD seconds (here shortened), and a kernel build says
-how many objects it has compiled."""
+how many objects it has compiled; a command that calls a builder keeps
+the builder's lines off its stderr, and its failures one line."""
 
+import subprocess
+import sys
+import time
 
+import pytest
 
+from common import progress
+from common.cache import quietly
 from guest.host import kbuild
-from guest.host import progress
 
 
 def test_a_long_step_prints_a_line_every_period(tmp_path, capsys, monkeypatch):
@@ -35,3 +41,22 @@ def test_kernel_build_status_counts_objects(tmp_path):
     assert kbuild.build_status(log) == "3 objects compiled so far, last fs/ext4/inode.o"
     log.write_text("  SYNC    include/config/auto.conf\n")
     assert kbuild.build_status(log) == "configured, compiling"
+
+
+def test_quiet_holds_back_progress_and_tool_output(capsys):
+    with progress.quiet():
+        progress.log("step", "hidden")
+        with progress.heartbeat("step", lambda: "hidden too", period=0.05):
+            time.sleep(0.2)
+        assert progress.tool_output() is subprocess.DEVNULL
+    progress.log("step", "shown")
+    assert capsys.readouterr().err == "step: shown\n"
+    assert progress.tool_output() is sys.stderr
+
+
+def test_a_builder_failure_under_quietly_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit, quietly():
+        open("/nonexistent/chkwin-cache")
+    assert exit.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ": error: [Errno 2] No such file or directory" in err

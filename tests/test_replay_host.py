@@ -5,7 +5,7 @@ arguments (guest/replay.py, guest/run.py --record-replay)."""
 import json
 import subprocess
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from guest.host import recordreplay
 from guest.host import walk

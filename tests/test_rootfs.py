@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from tests.boots import boot
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 pytestmark = pytest.mark.guest
 

@@ -29,7 +29,7 @@ import time
 import pytest
 
 from tests import boots
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 from analysis import experiment
 from guest.host import slurmlocal

@@ -13,11 +13,11 @@ import subprocess
 
 import pytest
 
-from tests.kernels import PY, REPO, kernel_dir
+from tests.kernels import kernel_dir
 
 from analysis import windows
-
-from guest.host.cachedir import cache_root
+from common import PY, REPO
+from common.cache import cache_root
 
 pytestmark = pytest.mark.guest
 

@@ -25,7 +25,8 @@ import pytest
 
 from tests.decoded import Decoded
 from tests.boots import assert_nothing_lost, boot
-from tests.kernels import IRQ_KPROBE_MODE, PY, REPO
+from common import PY, REPO
+from tests.kernels import IRQ_KPROBE_MODE
 
 from guest.host import loaderbuild
 from guest.host import stockkernel

@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 import time
 
-from tests.kernels import PY, REPO
+from common import PY, REPO
 
 
 def build(cache, *args, umask=0o022):

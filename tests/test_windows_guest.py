@@ -8,21 +8,21 @@ the stack) is checked where the answer is known from the code: a CPU kept
 in a frameless assembly leaf and an idle CPU, whose interrupts arrive
 just after the instruction that unmasks them."""
 
-import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 
 from tests.boots import Run, boot, icount_args
-from tests.kernels import IRQ_KPROBE_MODE, PY, REPO, kernel_dir
+from common import PY, REPO
+from tests.kernels import IRQ_KPROBE_MODE, kernel_dir
 
 from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
+from guest.host import kbuild
 from guest.host import stockkernel
-from guest.host.run import helper_output
 
 pytestmark = pytest.mark.guest
 
@@ -70,8 +70,8 @@ def test_stackscans_windows_attribute_every_failure(lab_run):
     (as placed by the kernel's System.map), and every failure the kernel
     printed follows an arrival in one."""
     wfile, run, log, corr = lab_run
-    sysmap = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
-    placed = windows.place(windows.read(wfile), windows.symbols_from(sysmap / "System.map"))
+    sysmap = kbuild.kernel_dir("unpatched") / "System.map"
+    placed = windows.place(windows.read(wfile), windows.symbols_from(sysmap))
     assert log.watched() == [(w.name, first, last) for w, first, last in placed]
     assert "window" not in log.header and "window.exact" not in log.header
     assert [name for name, _, _ in log.watched()] == [w.name for w in windows.read(wfile)]
@@ -107,8 +107,7 @@ def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
     """Debian's 6.1 kernel: windows written by hand from its kallsyms;
     chkwin's per-window counts from BPF equal the -R all log's arrivals
     classified offline by the same ranges."""
-    sysmap = subprocess.run([PY, str(REPO / "guest/stockkernel.py"), "--print-system-map"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    sysmap = stockkernel.system_map(stockkernel.build(None), None)
     wfile = tmp_path / "idle.windows"
     wfile.write_text(windows.idle_windows(windows.symbols_from(sysmap)))
     run = boot(tmp_path / "run", "stock", "record", "--duration", "15",
@@ -182,7 +181,7 @@ def test_arrivals_in_a_frameless_leaf_and_the_idle_path_are_where_the_code_says(
     kprobe, and the stack method still serves when asked."""
     if kernel == "stock":
         kdir = stockkernel.build(None)
-        sysmap = helper_output("stockkernel.py", "--print-system-map")
+        sysmap = stockkernel.system_map(kdir, None)
     else:
         kdir = kernel_dir(kernel)
         sysmap = kdir / "System.map"

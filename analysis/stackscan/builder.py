@@ -10,13 +10,15 @@ is a cache hit.
 """
 
 import pathlib
-import sys
+
+from common import REPO
+from common.cache import builder_main, Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 
 HERE = pathlib.Path(__file__).resolve().parent
 # Sources from elsewhere that the Makefile compiles in (its SHARED).
-SHARED = [HERE.parent.parent / "loader" / name
-          for name in ("jsonstr.c", "jsonstr.h")]
-from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+SHARED = [REPO / "loader" / name for name in ("jsonstr.c", "jsonstr.h")]
 
 
 def build():
@@ -36,7 +38,7 @@ def build():
         tmp.mkdir()
         run_or_die(["make", "-s", "-C", str(HERE), f"OUT={tmp}"],
                    "building stackscan (make -C analysis/stackscan)",
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         if not (tmp / "stackscan").is_file():
             die("make -C analysis/stackscan produced no stackscan")
 

@@ -23,11 +23,12 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 
-from guest.host.boottask import PY, REPO, RESULT
-from guest.host.cachedir import die
+from common import PY, REPO
+from common.errors import die
+from common.progress import LOGGER
+from guest.host.boottask import RESULT
 from guest.host.run import QEMU
 # Attempts beyond the first for a boot whose task was lost.
 RETRIES = 2
@@ -170,7 +171,7 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
     with their reason, not retried), and the dropped ones come back lost,
     attempts 0, never passed to on_outcome.  say(line) reports retries.
     Interrupted, the engine's boots are cancelled."""
-    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = say or LOGGER.info
     attempts = {id(b): 1 for b in boots}
     final = {}
     stopping, dropped = False, set()

@@ -33,11 +33,12 @@ import subprocess
 import sys
 import time
 
-from guest.host.cachedir import die, write_json
+from common import PY, REPO
+from common.errors import die
+from common.progress import log
+from guest.host.resultsdir import write_json
 from guest.host.run import QEMU
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 RESULT = "task.json"
 # Lines of run.py's stderr a result keeps.
 STDERR_LINES = 40
@@ -80,12 +81,11 @@ def killed_from_outside(out):
 def run_boot(out, flags):
     out = pathlib.Path(out)
     if (out / RESULT).is_file():
-        print(f"boottask: {out} holds a published result already", file=sys.stderr)
+        log("boottask", f"{out} holds a published result already")
         return
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         aside = set_aside(out)
-        print(f"boottask: an unfinished attempt was in {out}; moved to {aside}",
-              file=sys.stderr)
+        log("boottask", f"an unfinished attempt was in {out}; moved to {aside}")
     # A node without QEMU or the files loses the boot (another node may
     # have them); it is not the boot's failure.
     why = unable(flag(flags, "--qemu", QEMU),

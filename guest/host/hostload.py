@@ -5,7 +5,7 @@ import contextlib
 import os
 import subprocess
 
-PY = "/usr/bin/python3"
+from common import PY
 
 
 @contextlib.contextmanager

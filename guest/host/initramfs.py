@@ -14,13 +14,15 @@ import os
 import pathlib
 import stat
 import subprocess
-import sys
 import tempfile
 
+from common import REPO
+from common.cache import Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 from guest.host import loaderbuild
-from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
-GUEST_DIR = pathlib.Path(__file__).resolve().parents[1]
+GUEST_DIR = REPO / "guest"
 WORKLOADS = GUEST_DIR / "workloads"
 
 # busybox --list cannot run on the x86 host, so the applets are named here.
@@ -54,10 +56,10 @@ def busybox_deb():
     # Download into a scratch directory so a failed fetch leaves no
     # partial .deb behind to be mistaken for a cached one.
     with tempfile.TemporaryDirectory(dir=debs) as tmp:
-        # stdout to stderr: --print-path keeps stdout for the path alone
+        # Not on stdout: --print-path keeps stdout for the path alone.
         run_or_die(["apt-get", "download", "busybox-static:arm64"],
                    "apt-get download busybox-static:arm64", cwd=tmp,
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         got = list(pathlib.Path(tmp).glob("busybox-static_*_arm64.deb"))
         if len(got) != 1:
             die("apt-get download busybox-static:arm64 gave no .deb")
@@ -71,7 +73,7 @@ def busybox_binary(scratch):
     deb = busybox_deb()
     out = pathlib.Path(scratch) / "busybox-deb"
     run_or_die(["dpkg-deb", "-x", str(deb), str(out)], f"dpkg-deb -x {deb}",
-               stdout=sys.stderr)
+               stdout=tool_output())
     binary = out / "bin" / "busybox"
     if not binary.is_file():
         die(f"{deb} has no bin/busybox")
@@ -94,7 +96,7 @@ def program_binaries():
     def make_programs(tmp):
         tmp.mkdir()
         run_or_die(["make", "-C", str(WORKLOADS), f"OUT={tmp}"],
-                   "building the guest programs", stdout=sys.stderr)
+                   "building the guest programs", stdout=tool_output())
         missing = [n for n in PROGRAMS if not (tmp / n).is_file()]
         if missing:
             die(f"make -C {WORKLOADS} produced no {', '.join(missing)}")
@@ -182,7 +184,9 @@ def entries_key(kind, writer, entries):
     return key.hexdigest()
 
 
-def build(adds):
+def build(adds=()):
+    """The initramfs's path (with adds, (host, guest) paths), built on a
+    cache miss."""
     with tempfile.TemporaryDirectory() as scratch:
         entries = collect(adds, scratch)
     name = f"initramfs-{entries_key('initramfs', __file__, entries)}.cpio.gz"

@@ -19,26 +19,23 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
-from guest.host.cachedir import Key, cache_root, cached, die, locked, run_or_die
-from guest.host.progress import heartbeat, run_logged
+from common import REPO
+from common.cache import Key, cache_root, cached, locked
+from common.errors import die, run_or_die
+from common.progress import heartbeat, log, run_logged
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 SOURCE_PACKAGE = "linux-source-6.1"
 TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
                                       "/usr/src/linux-source-6.1.tar.xz"))
 CROSS = "aarch64-linux-gnu-"
 MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")
+JOBS = os.cpu_count() or 2
 # Kbuild's quiet lines for a compiled or assembled object.
 OBJECT_LINE = re.compile(r"^\s+(?:CC|AS)\s+(?:\[M\]\s+)?(\S+)$", re.M)
-
-
-def log(msg):
-    print(f"kbuild: {msg}", file=sys.stderr, flush=True)
 
 
 def source_version():
@@ -87,7 +84,7 @@ def touched_files(patch):
 
 def extract(dest, version):
     """Unpack the source tarball so that dest is the top of a kernel tree."""
-    log(f"extracting {TARBALL.name} {version} into {dest}")
+    log("kbuild", f"extracting {TARBALL.name} {version} into {dest}")
     tmp = pathlib.Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + "."))
     with heartbeat("kbuild", lambda: f"still extracting {TARBALL.name}"):
         proc = subprocess.run(["tar", "-xf", str(TARBALL), "-C", str(tmp)],
@@ -199,6 +196,11 @@ def collect(tree, tmp, meta):
     (tmp / "build.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
+def default_patches():
+    """The directory of the series: CHKWIN_PATCHES, else kernel-patches/."""
+    return pathlib.Path(os.environ.get("CHKWIN_PATCHES", REPO / "kernel-patches"))
+
+
 def build(flavour, patches_dir, jobs):
     """Return (output dir, 'hit' or 'built')."""
     version, gcc = source_version(), compiler_version()
@@ -216,7 +218,7 @@ def build(flavour, patches_dir, jobs):
         if cold:
             extract(tree, version)
         changed = sync_tree(tree, pristine, patches, version)
-        log(f"{flavour}: {len(changed)} source files changed; building in {tree}")
+        log("kbuild", f"{flavour}: {len(changed)} source files changed; building in {tree}")
         configure(tree, fragment, flavour)
         make(tree, jobs)
         meta = {"flavour": flavour, "key": key, "source_version": version,
@@ -224,7 +226,7 @@ def build(flavour, patches_dir, jobs):
                 "changed_files": changed, "cold": cold,
                 "build_seconds": round(time.monotonic() - start, 1)}
         collect(tree, tmp, meta)
-        log(f"built {flavour} in {meta['build_seconds']} s")
+        log("kbuild", f"built {flavour} in {meta['build_seconds']} s")
 
     # Every key of a flavour builds in the same tree: one lock per tree.
     return cached(cache_root() / "kernels" / f"{flavour}-{key}", make_kernel,
@@ -232,14 +234,18 @@ def build(flavour, patches_dir, jobs):
                   lock=tree.with_name(f".{flavour}.lock"))
 
 
+def kernel_dir(flavour):
+    """The flavour's output directory (Image, vmlinux, System.map, ...)
+    as --print-dir prints it with the default settings, built on a miss."""
+    return build(flavour, default_patches().resolve(), JOBS)[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flavour", action="append", required=True,
                     help="unpatched or patched (repeatable)")
-    ap.add_argument("--patches-dir", type=pathlib.Path,
-                    default=pathlib.Path(os.environ.get(
-                        "CHKWIN_PATCHES", REPO / "kernel-patches")))
-    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--patches-dir", type=pathlib.Path, default=default_patches())
+    ap.add_argument("-j", "--jobs", type=int, default=JOBS)
     ap.add_argument("--print-dir", action="store_true",
                     help="print each flavour's output directory on stdout "
                          "(it is built first on a cache miss)")

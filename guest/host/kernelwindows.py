@@ -16,9 +16,10 @@ import shutil
 import subprocess
 
 from analysis.stackscan import builder as stackscan
-from guest.host.cachedir import Key, cache_root, cached, die
+from common import REPO
+from common.cache import Key, cache_root, cached
+from common.errors import die
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 ALLOW = REPO / "analysis/stackscan/allow-lab.txt"
 # The name a boot's copy has in the guest's /tmp/host and in its results.
 GUEST_NAME = "lab.windows"

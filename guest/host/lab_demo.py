@@ -79,7 +79,7 @@ import subprocess
 import sys
 import time
 
-from guest.host.cachedir import die
+from common.errors import die
 from analysis import calibration
 from analysis import design
 from analysis import experiment
@@ -87,16 +87,18 @@ from analysis import model
 from analysis import planning
 from analysis import verdict
 from analysis import windows
-from guest.host.progress import heartbeat
+from common.progress import heartbeat
 from guest.host import kernelwindows
 from guest.host.resultsdir import new_run_dir
 from guest.host import bootrunner
 from guest.host import run as run_py
-from guest.host.run import helper_output
+from common import PY, REPO
+from common.cache import quietly
+from guest.host import initramfs
+from guest.host import kbuild
+from guest.host import testdisk
 from guest.host.slurmengine import SlurmEngine
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 FLAVOURS = ("unpatched", "patched")
 WORKLOADS = ("inode-loop", "inode-load", "rk-loop")
 # Condition kinds whose boots run chkwin, which watches the lab kernel's
@@ -714,11 +716,10 @@ class Artifacts:
     disk.  Boots name them, so a batch node only reads the cache."""
 
     def __init__(self, flavours):
-        self.kernel_dirs = {f: pathlib.Path(helper_output("kbuild.py", "--flavour", f,
-                                                          "--print-dir"))
-                            for f in flavours}
-        self.initramfs = pathlib.Path(helper_output("initramfs.py", "--print-path"))
-        self.disk = pathlib.Path(helper_output("testdisk.py", "--print-path"))
+        with quietly():
+            self.kernel_dirs = {f: kbuild.kernel_dir(f) for f in flavours}
+            self.initramfs = initramfs.build()
+            self.disk = testdisk.build()
 
     def kernel(self, flavour):
         return self.kernel_dirs[flavour] / "Image"

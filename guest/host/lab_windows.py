@@ -21,13 +21,12 @@ from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
+from common import PY, REPO
+from common.cache import quietly
+from common.errors import die
+from guest.host import kbuild
 from guest.host import kernelwindows
-from guest.host.cachedir import die
 from guest.host.resultsdir import new_run_dir
-from guest.host.run import helper_output
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
 
 
 def main():
@@ -41,7 +40,8 @@ def main():
     args = ap.parse_args()
     if args.seconds < 1:
         ap.error("--seconds must be at least 1")
-    kdir = pathlib.Path(helper_output("kbuild.py", "--flavour", "unpatched", "--print-dir"))
+    with quietly():
+        kdir = kbuild.kernel_dir("unpatched")
     out = new_run_dir(args.results, "windows-")
     wfile = kernelwindows.copy_to(kdir / "vmlinux", out)
     found = windows.read(wfile)

@@ -9,14 +9,12 @@ tests, that vmlinux.h and the compilers' versions.
     /usr/bin/python3 guest/loaderbuild.py [--print-dir]
 """
 
-import os
-import pathlib
-import sys
-
-from guest.host.cachedir import builder_main, Key, cache_root, cached, die, run_or_die
+from common import REPO
+from common.cache import builder_main, Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 from guest.host import kbuild
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = [REPO / "bpf", REPO / "loader", REPO / "tests" / "c"]
 TOOLS = (["clang", "--version"], ["bpftool", "version"],
          ["aarch64-linux-gnu-gcc", "--version"], ["gcc", "--version"])
@@ -34,8 +32,7 @@ def tool_versions():
 
 def build():
     """Return the output directory, building on a cache miss."""
-    kdir, _ = kbuild.build("unpatched", REPO / "kernel-patches",
-                           os.cpu_count() or 2)
+    kdir, _ = kbuild.build("unpatched", REPO / "kernel-patches", kbuild.JOBS)
     vmlinux_h = kdir / "vmlinux.h"
     key = Key("loader").add("tools", tool_versions())
     key.add_file(vmlinux_h)
@@ -47,7 +44,7 @@ def build():
         tmp.mkdir()
         run_or_die(["make", "-C", str(REPO / "loader"), f"OUT={tmp}",
                     f"VMLINUX_H={vmlinux_h}", "all"],
-                   "building the loader (make -C loader)", stdout=sys.stderr)
+                   "building the loader (make -C loader)", stdout=tool_output())
         for f in OUTPUTS:
             if not (tmp / f).is_file():
                 die(f"make -C loader produced no {f}")

@@ -22,7 +22,8 @@ import json
 import pathlib
 import subprocess
 
-from guest.host.cachedir import die, write_json
+from common.errors import die
+from guest.host.resultsdir import write_json
 
 LOG_NAME = "replay.bin"
 META_NAME = "replay.json"

@@ -23,7 +23,8 @@ import sys
 from guest.host import recordreplay
 from guest.host import run as runner
 from guest.host import walk
-from guest.host.cachedir import die, empty_out_dir, write_json
+from common.errors import die
+from guest.host.resultsdir import empty_out_dir, write_json
 
 # The figures of console_figures() a faithful replay reproduces exactly:
 # all but its cost and QEMU's exit status.

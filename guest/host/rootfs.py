@@ -24,14 +24,15 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
-from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
-from guest.host.progress import heartbeat, last_line, run_logged
+from common import PY, REPO
+from common.cache import Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import heartbeat, last_line, log, run_logged, tool_output
 
-GUEST = pathlib.Path(__file__).resolve().parents[1]
+GUEST = REPO / "guest"
 SUITE = "bookworm"
 VARIANT = "minbase"
 # busybox for the second stage's poweroff; the scenarios use the tools
@@ -42,10 +43,6 @@ IMAGE_SIZE = "3G"
 GLUE = {"sbin/chkwin-init": GUEST / "debian" / "chkwin-init",
         "sbin/chkwin-second-stage": GUEST / "debian" / "second-stage"}
 STAGE_TWO_TIMEOUT = 3600
-
-
-def log(msg):
-    print(f"rootfs: {msg}", file=sys.stderr, flush=True)
 
 
 def debootstrap_version():
@@ -81,7 +78,7 @@ def cache_key():
 def stage_one(tree, logfile):
     cmd = ["debootstrap", "--arch=arm64", "--foreign", f"--variant={VARIANT}",
            "--include=" + ",".join(PACKAGES), SUITE, str(tree), mirror()]
-    log(f"stage one: {' '.join(cmd)}")
+    log("rootfs", f"stage one: {' '.join(cmd)}")
     proc = run_logged(cmd, logfile, "rootfs", last_line)
     if proc.returncode != 0:
         lines = pathlib.Path(logfile).read_text(errors="replace").strip().splitlines()
@@ -106,12 +103,12 @@ def add_glue(tree):
 
 def stage_two(image, out):
     """Boot the half-made root; return the console's text."""
-    cmd = ["/usr/bin/python3", str(GUEST / "run.py"), "--flavour", "unpatched",
+    cmd = [PY, str(GUEST / "run.py"), "--flavour", "unpatched",
            "--root", "debian", "--rootfs", str(image), "--rootfs-writable",
            "--init", "/sbin/chkwin-second-stage", "--scenario", "second-stage",
            "--append", f"chkwin.epoch={int(time.time())}",
            "--timeout", str(STAGE_TWO_TIMEOUT), "--out", str(out)]
-    log("stage two: debootstrap --second-stage in the guest")
+    log("rootfs", "stage two: debootstrap --second-stage in the guest")
     console = out / "console.log"
     with heartbeat("rootfs", lambda: last_line(console)):
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -143,6 +140,14 @@ def check(image):
                 f"{fsck.returncode}; kept as {kept}, output in {report})")
 
 
+def image():
+    """rootfs.img's path, built on a cache miss (as root only, even a hit:
+    debootstrap and the device nodes of the root need root)."""
+    if os.geteuid() != 0:
+        die("debootstrap and the device nodes of the root need root")
+    return build() / "rootfs.img"
+
+
 def build():
     def make_rootfs(final):
         with tempfile.TemporaryDirectory(dir=final.parent, prefix=".tmp-") as tmp:
@@ -154,7 +159,7 @@ def build():
             one = time.monotonic() - started
             run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L",
                         "chkwin-debian", "-d", str(tree), str(tmp / "rootfs.img"),
-                        IMAGE_SIZE], "mke2fs of the root disk", stdout=sys.stderr)
+                        IMAGE_SIZE], "mke2fs of the root disk", stdout=tool_output())
             shutil.rmtree(tree)
             started = time.monotonic()
             console = stage_two(tmp / "rootfs.img", tmp / "stage2")
@@ -171,7 +176,7 @@ def build():
             final.mkdir()
             for name in ("rootfs.img", "packages.txt", "build.json"):
                 os.replace(tmp / name, final / name)
-        log(f"stage one {one:.0f} s, stage two {two:.0f} s")
+        log("rootfs", f"stage one {one:.0f} s, stage two {two:.0f} s")
 
     return cached(cache_root() / "rootfs" / f"debian-{cache_key()}", make_rootfs,
                   "rootfs", ready=lambda d: (d / "rootfs.img").is_file()
@@ -185,14 +190,12 @@ def main():
     parser.add_argument("--json", action="store_true",
                         help="print the build report (build.json) and its directory")
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        die("debootstrap and the device nodes of the root need root")
-    outdir = build()
+    path = image()
     if args.json:
-        report = json.loads((outdir / "build.json").read_text())
-        print(json.dumps(dict(report, dir=str(outdir)), indent=2))
+        report = json.loads((path.parent / "build.json").read_text())
+        print(json.dumps(dict(report, dir=str(path.parent)), indent=2))
     if args.print_path:
-        print(outdir / "rootfs.img")
+        print(path)
 
 
 if __name__ == "__main__":

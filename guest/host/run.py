@@ -47,14 +47,20 @@ import sys
 import tarfile
 import time
 
-from guest.host.cachedir import check_out_dir, die, write_json
+from common.cache import quietly
+from common.errors import die
+from guest.host import initramfs
 from guest.host import interrupts
+from guest.host import kbuild
 from guest.host import kernelwindows
 from guest.host import kmsg
 from guest.host import recordreplay
+from guest.host import rootfs
+from guest.host import stockkernel
+from guest.host import testdisk
+from guest.host import toolsdisk
+from guest.host.resultsdir import check_out_dir, write_json
 
-GUEST = pathlib.Path(__file__).resolve().parents[1]
-PY = "/usr/bin/python3"
 QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
 STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
@@ -67,18 +73,6 @@ RESULT_RE = re.compile(r"^chkwin: result (\{.*\})\s*$", re.M)
 PHASE_EVERY = 16
 # The scenario goes on the kernel command line as one word.
 SCENARIO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def helper_output(script, *args):
-    """The last stdout line of another guest/ script (it prints a path)."""
-    # Its stderr is kept back so that ours carries our own verdict only.
-    proc = subprocess.run([PY, str(GUEST / script), *args],
-                          capture_output=True, text=True)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        die(f"guest/{script} {' '.join(args)} failed: {why}")
-    return lines[-1]
 
 
 def guest_files(paths, out):
@@ -127,14 +121,14 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
     cmd += recordreplay.drive(disk, "testdisk", True, record) + \
         ["-device", "virtio-blk-pci,drive=testdisk"]
     if args.root == "debian":
-        rootfs, tools = boot
+        root, tools = boot
         # snapshot: the guest writes to a throwaway overlay, never to the
         # cached root disk, unless the build of that disk asks to write it.
         # The build writes through an unsafe cache: its guest flushes
         # (dpkg syncs every file) cost much under TCG, and a build that
         # does not finish is thrown away anyway.
         writes = ",cache=unsafe" if args.rootfs_writable else ",snapshot=on"
-        cmd += recordreplay.drive(rootfs, "rootfs", False, record, writes) + \
+        cmd += recordreplay.drive(root, "rootfs", False, record, writes) + \
             ["-device", "virtio-blk-pci,drive=rootfs"] + \
             recordreplay.drive(tools, "tools", True, record) + \
             ["-device", "virtio-blk-pci,drive=tools"]
@@ -373,26 +367,8 @@ def main():
         die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^32-1")
     if args.stock_package and args.flavour != "stock":
         die("--stock-package goes with --flavour stock")
-    if args.flavour == "stock":
-        # The same scenarios, with the modules the stock kernel needs.
-        which = ["--package", args.stock_package] if args.stock_package else []
-        kernel = args.kernel or pathlib.Path(helper_output(
-            "stockkernel.py", *which, "--print-dir")) / "Image"
-        initramfs = args.initramfs or helper_output("stockkernel.py", *which,
-                                                    "--print-initramfs")
-    else:
-        kernel = args.kernel or pathlib.Path(helper_output(
-            "kbuild.py", "--flavour", args.flavour, "--print-dir")) / "Image"
-        initramfs = args.initramfs
-    if args.root == "debian":
-        rootfs = args.rootfs or helper_output("rootfs.py", "--print-path")
-        tools = args.tools or helper_output("toolsdisk.py", "--print-path")
-        boot = (rootfs, tools)
-        files = [("root disk", rootfs), ("tools disk", tools)]
-    else:
-        boot = initramfs or helper_output("initramfs.py", "--print-path")
-        files = [("initramfs", boot)]
-    disk = args.disk or helper_output("testdisk.py", "--print-path")
+    with quietly():
+        kernel, boot, files, disk = artifacts(args)
     for what, path in [("kernel", kernel)] + files + [("disk", disk)]:
         if not pathlib.Path(path).is_file():
             die(f"{what} {path} does not exist")
@@ -414,9 +390,8 @@ def main():
             shutil.copyfile(args.lab_windows, args.out / kernelwindows.GUEST_NAME)
             passed.append(args.out / kernelwindows.GUEST_NAME)
         else:
-            # Through the helper, whose cache lines stay out of our stderr.
-            passed.append(kernelwindows.copy_from(
-                helper_output("kernelwindows.py", str(vmlinux)), args.out))
+            with quietly():
+                passed.append(kernelwindows.copy_to(vmlinux, args.out))
     cmd = qemu_command(args, kernel, boot, disk, args.out, guest_files(passed, args.out))
     (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
     timeout = args.timeout or watchdog_seconds(args.duration, args.singlestep,
@@ -444,6 +419,29 @@ def main():
         recordreplay.save(args.out, cmd, inputs, status["kernel"],
                           status["guest_uptime"], wall, timeout)
     sys.exit(boot_exit(status, text, timeout, args.out, args.scenario))
+
+
+def artifacts(args):
+    """(kernel, boot, files, disk): what the boot reads, each as given or
+    the builders' (built on a cache miss); boot is the initramfs, or with
+    --root debian the root and tools disks, files those named for errors."""
+    initrd = args.initramfs
+    if args.flavour == "stock":
+        # The same scenarios, with the modules the stock kernel needs.
+        kdir = None if args.kernel and initrd else stockkernel.build(args.stock_package)
+        kernel = args.kernel or kdir / "Image"
+        initrd = initrd or stockkernel.modules_initramfs(kdir)
+    else:
+        kernel = args.kernel or kbuild.kernel_dir(args.flavour) / "Image"
+    if args.root == "debian":
+        root = args.rootfs or rootfs.image()
+        tools = args.tools or toolsdisk.build()
+        boot = (root, tools)
+        files = [("root disk", root), ("tools disk", tools)]
+    else:
+        boot = initrd or initramfs.build()
+        files = [("initramfs", boot)]
+    return kernel, boot, files, args.disk or testdisk.build()
 
 
 def boot_qemu(cmd, console, out, timeout):

@@ -25,12 +25,13 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import time
 
-from guest.host.bootrunner import PY, QEMU_MEM_MB, REPO
+from common import PY, REPO
+from common.errors import die
+from common.progress import log
+from guest.host.bootrunner import QEMU_MEM_MB
 from guest.host.boottask import RESULT
-from guest.host.cachedir import die
 from guest.host.run import QEMU
 
 # Seconds between looks at the queue; what a task's start and end cost
@@ -138,8 +139,8 @@ class SlurmEngine:
                 f"{self.partition} has {most} MB; nothing submitted")
         nodes = sorted({node for node, state, _ in rows if state in ("idle", "mix")})
         if not nodes:
-            print(f"slurm: no node of {self.partition} is free to probe now; each task "
-                  "checks QEMU and its files itself", file=sys.stderr)
+            log("slurm", f"no node of {self.partition} is free to probe now; each task "
+                "checks QEMU and its files itself")
             return
         files = sorted({str(p) for b in boots for p in b.files})
         pool = concurrent.futures.ThreadPoolExecutor(min(16, len(nodes)))
@@ -148,8 +149,8 @@ class SlurmEngine:
             for done in concurrent.futures.as_completed(probes):
                 why, busy = done.result()
                 if busy:
-                    print(f"slurm: node {probes[done]} was not free at once, not probed "
-                          f"({why})", file=sys.stderr)
+                    log("slurm", f"node {probes[done]} was not free at once, not probed "
+                        f"({why})")
                 elif why:
                     die(f"slurm: node {probes[done]}: {why}; nothing submitted")
         finally:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from guest.host.cachedir import die
+from common.errors import die
 
 PIDS = "pids.json"
 PARTITION = "chkwin"

@@ -38,11 +38,13 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
+from common import PY, REPO
+from common.cache import Key, cache_root, cached
+from common.errors import die, run_or_die
+from common.progress import tool_output
 from guest.host import initramfs
-from guest.host.cachedir import Key, cache_root, cached, die, run_or_die
 
 # Any Debian arm64 kernel of the generic, -rt (PREEMPT_RT: threaded
 # interrupts) or -cloud flavour (not -16k, -unsigned or -dbg): 6.1.0-27,
@@ -103,7 +105,7 @@ def package_deb(package):
     with tempfile.TemporaryDirectory(dir=debs) as tmp:
         run_or_die(["apt-get", "download", f"{package}:arm64"],
                    f"apt-get download {package}:arm64", cwd=tmp,
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         got = list(pathlib.Path(tmp).glob(f"{package}_*_arm64.deb"))
         if len(got) != 1:
             die(f"apt-get download {package}:arm64 gave no .deb")
@@ -153,7 +155,7 @@ def unpack(deb, outdir):
     with tempfile.TemporaryDirectory() as scratch:
         root = pathlib.Path(scratch)
         run_or_die(["dpkg-deb", "-x", str(deb), scratch], f"dpkg-deb -x {deb}",
-                   stdout=sys.stderr)
+                   stdout=tool_output())
         images = sorted((root / "boot").glob("vmlinuz-*"))
         if len(images) != 1:
             die(f"{deb.name} has {len(images)} boot/vmlinuz-* (expected 1)")
@@ -232,9 +234,8 @@ def system_map(kdir, package):
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "run"
         proc = subprocess.run(
-            [sys.executable, str(pathlib.Path(__file__).resolve().parents[1] / "run.py"),
-             "--flavour", "stock", "--stock-package", resolve(package),
-             "--scenario", "kallsyms", "--duration", "1",
+            [PY, str(REPO / "guest/run.py"), "--flavour", "stock",
+             "--stock-package", resolve(package), "--scenario", "kallsyms", "--duration", "1",
              "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
         if proc.returncode != 0:
             die("the kallsyms boot of the stock kernel failed: "
@@ -264,6 +265,12 @@ def initramfs_adds(kdir):
             for p in sorted(mods.iterdir())]
 
 
+def modules_initramfs(kdir):
+    """The path of guest/initramfs.py's initramfs with kdir's modules
+    added, built on a cache miss."""
+    return initramfs.build(initramfs_adds(kdir))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--package", help="linux-image-VERSION-[rt-|cloud-]arm64, e.g. "
@@ -281,7 +288,7 @@ def main():
     if args.print_dir:
         print(kdir)
     if args.print_initramfs:
-        print(initramfs.build(initramfs_adds(kdir)))
+        print(modules_initramfs(kdir))
     if args.print_system_map:
         print(system_map(kdir, args.package))
 

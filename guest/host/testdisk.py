@@ -18,11 +18,14 @@ import shutil
 import subprocess
 import tempfile
 
-from guest.host.cachedir import Key, cache_root, cached, die
+from common.cache import Key, cache_root, cached
+from common.errors import die
 
 EPOCH = 1609804800          # 2021-01-05, the day of Russell King's report
 UUID = "c4c4c4c4-2021-0105-a72a-000000000001"
 HASH_SEED = "c4c4c4c4-2021-0105-a72a-000000000002"
+# The disk every boot reads unless told otherwise.
+FILES, DIRS, SIZE_MIB, SEED = 6000, 64, 128, 2021
 
 
 def tool_version():
@@ -96,7 +99,8 @@ def geometry(image):
     }
 
 
-def build(files, dirs, size_mib, seed):
+def build(files=FILES, dirs=DIRS, size_mib=SIZE_MIB, seed=SEED):
+    """The image's path, built on a cache miss."""
     key = Key("testdisk").add("params", f"{files}/{dirs}/{size_mib}/{seed}")
     key.add("mke2fs", tool_version()).add_file(__file__)
 
@@ -131,10 +135,10 @@ def build(files, dirs, size_mib, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--files", type=int, default=6000)
-    ap.add_argument("--dirs", type=int, default=64)
-    ap.add_argument("--size-mib", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=2021)
+    ap.add_argument("--files", type=int, default=FILES)
+    ap.add_argument("--dirs", type=int, default=DIRS)
+    ap.add_argument("--size-mib", type=int, default=SIZE_MIB)
+    ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--print-path", action="store_true",
                     help="print the image path on stdout")
     args = ap.parse_args()

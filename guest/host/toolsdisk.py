@@ -13,11 +13,12 @@ not a new root filesystem.  Cached by the same entries as the initramfs.
 import os
 import pathlib
 import stat
-import sys
 import tempfile
 
+from common.cache import builder_main, cache_root, cached
+from common.errors import run_or_die
+from common.progress import tool_output
 from guest.host import initramfs
-from guest.host.cachedir import builder_main, cache_root, cached, run_or_die
 
 SIZE_MIB = 64
 
@@ -40,6 +41,7 @@ def populate(root, entries):
 
 
 def build():
+    """The image's path, built on a cache miss."""
     with tempfile.TemporaryDirectory() as scratch:
         entries = initramfs.collect([], scratch)
     name = f"tools-{initramfs.entries_key('toolsdisk', __file__, entries)}.img"
@@ -52,7 +54,7 @@ def build():
             run_or_die(["/usr/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-L",
                         "chkwin-tools", "-E", "root_owner=0:0", "-d", str(tree),
                         str(image), f"{SIZE_MIB}M"],
-                       "mke2fs of the tools disk", stdout=sys.stderr)
+                       "mke2fs of the tools disk", stdout=tool_output())
         os.chmod(image, 0o444)
 
     return cached(cache_root() / "toolsdisk" / name, make_image, "toolsdisk",

@@ -28,9 +28,11 @@ import tempfile
 import time
 
 from analysis import windows as windows_file
+from common.cache import quietly
+from common.errors import die
+from guest.host import kernelwindows
 from guest.host import recordreplay
-from guest.host.cachedir import die, write_json
-from guest.host.run import helper_output
+from guest.host.resultsdir import write_json
 
 GDB = "gdb-multiarch"
 GDB_SIDE = pathlib.Path(__file__).with_name("gdbwalk.py")
@@ -227,9 +229,8 @@ def placed_windows(run, meta):
     if not path.is_file():
         if not (kdir / "vmlinux").is_file():
             return []
-        # Through the helper, whose cache lines stay out of our stderr.
-        path = pathlib.Path(helper_output("kernelwindows.py", str(kdir / "vmlinux"))) \
-            / "windows"
+        with quietly():
+            path = kernelwindows.cached_scan(kdir / "vmlinux") / "windows"
     try:
         return windows_file.place(windows_file.read(path),
                                   windows_file.symbols_from(kdir / "System.map"))

@@ -5,21 +5,20 @@ one directory outside the repository, ~/.cache/chkwin unless CHKWIN_CACHE
 says otherwise.  Each product sits in a file or directory named by a hash
 of its inputs, so unchanged inputs find the old product and changed ones
 miss.  cached() is the one way a product gets there: locked, built aside,
-renamed into place.
+renamed into place.  A builder's command line prints where its product
+is; another command calls the builder's function for it, quietly().
 """
 
 import argparse
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 
-from guest.host.progress import heartbeat
+from common.errors import die
+from common.progress import heartbeat, log, quiet
 
 
 def cache_root():
@@ -53,52 +52,6 @@ class Key:
         return self._h.hexdigest()[:16]
 
 
-def die(msg):
-    """One line on stderr, exit status 1: the project's error convention."""
-    print(f"{pathlib.Path(sys.argv[0]).name}: error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def write_json(path, doc, indent=2):
-    """Written aside and renamed: a reader never sees half a file."""
-    path = pathlib.Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=indent) + "\n")
-    os.replace(tmp, path)
-
-
-def check_out_dir(path):
-    """A one-line error unless path is free for a command's output (new,
-    or an empty directory): nothing already recorded there is overwritten."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        die(f"--out {path} exists and is not an empty directory")
-
-
-def empty_out_dir(path):
-    """path, checked by check_out_dir and made."""
-    check_out_dir(path)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def run_or_die(cmd, what, **kw):
-    """Run cmd in text mode; if it cannot start or fails, die naming what
-    failed and its last line of output.  stdout is captured unless the
-    caller redirects it; the CompletedProcess is returned."""
-    kw.setdefault("stdout", subprocess.PIPE)
-    try:
-        proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True, **kw)
-    except FileNotFoundError:
-        die(f"{what}: {cmd[0]} not found")
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout or "").strip().splitlines()
-        # A compiler's first error says more than make's closing line.
-        errors = [ln for ln in lines if "error" in ln and not ln.startswith("make")]
-        die(f"{what} failed (exit {proc.returncode}): "
-            f"{(errors or lines)[0 if errors else -1] if lines else 'no message'}")
-    return proc
-
-
 def builder_main(build, doc, option, what):
     """The command line of a builder that takes no settings: build (a hit
     costs a hash of the inputs) and, with option, print the product's
@@ -112,10 +65,18 @@ def builder_main(build, doc, option, what):
         print(path)
 
 
-def log(what, msg):
-    """Progress and cache lines go to stderr, so that --print-* output on
-    stdout stays a bare path."""
-    print(f"{what}: {msg}", file=sys.stderr, flush=True)
+@contextlib.contextmanager
+def quietly():
+    """For a command that calls builders in the block: their progress and
+    cache lines are held back (the command reports its own outcome; each
+    builder's own command shows them), and an OSError from one (a cache
+    it cannot write, a tool that is missing) is one line, as every other
+    failure of theirs is."""
+    with quiet():
+        try:
+            yield
+        except OSError as e:
+            die(str(e))
 
 
 @contextlib.contextmanager
