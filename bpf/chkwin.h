@@ -2,8 +2,9 @@
 /*
  * What chkwin.bpf.c and the loader share: the records the BPF programs
  * emit (and the loader writes to the log unchanged), the classes an
- * interrupt arrival falls into, and the per-CPU counters.  The log layout
- * built from these is docs/log-format.md; change both together.
+ * interrupt arrival falls into, the hooks and probes a run attaches and
+ * the per-CPU counters, each declared once in a table below.
+ * docs/log-format.md describes the log built from them and points here.
  */
 #ifndef CHKWIN_H
 #define CHKWIN_H
@@ -149,48 +150,149 @@ enum chkwin_rec_type {
 	CHKWIN_REC_TYPES,
 };
 
-/* Where an interrupt found the CPU; decided in the kernel. */
+/*
+ * Where an interrupt found the CPU, decided in the kernel: the class
+ * field of irq and sample records, each C(NAME, name) in the order of
+ * their numbers.
+ */
+#define CHKWIN_CLASS_TABLE(C)						\
+	C(WINDOW, window)	/* inside a watched window (--windows) */ \
+	C(CHKSUM, chksum)	/* elsewhere in a checksum function */	\
+	C(KERNEL, kernel)	/* elsewhere in the kernel */		\
+	C(USER, user)		/* EL0 */				\
+	C(UNKNOWN, unknown)	/* no pc: no exception frame on the stack, or no regs kept */
+
+#define CHKWIN_CLASS_ENUM(NAME, name) CHKWIN_CLASS_##NAME,
 enum chkwin_class {
-	CHKWIN_CLASS_WINDOW,	/* inside a watched window (--windows) */
-	CHKWIN_CLASS_CHKSUM,	/* elsewhere in a checksum function */
-	CHKWIN_CLASS_KERNEL,	/* elsewhere in the kernel */
-	CHKWIN_CLASS_USER,	/* EL0 */
-	CHKWIN_CLASS_UNKNOWN,	/* no pc: no exception frame on the stack, or no regs kept */
+	CHKWIN_CLASS_TABLE(CHKWIN_CLASS_ENUM)
 	CHKWIN_CLASSES,
 };
 
-/* Probes that emit records; each counts its own failed reserves. */
+/*
+ * What a run attaches and what it counts, declared once, as the records
+ * are: from these tables come the enums below, the log's names (mode.HOOK,
+ * lost.PROBE, count.NAME: loader/names.c), the --no-HOOK options
+ * (loader/args.c), which counters a plan feeds (loader/needs.c), and the
+ * same read by analysis/declared.py.  Adding a hook, probe or counter is
+ * a line here and the BPF (and, for a hook, planning) code behind it.
+ *
+ * CHKWIN_PROBE_TABLE(P): the probes that emit records, each P(NAME, name,
+ * alone); lost.name counts the records it had no room for.  A probe is
+ * attached while a hook that feeds it is attached or, where alone is not
+ * 0, while the plan meets every need in alone.
+ */
+#define CHKWIN_PROBE_TABLE(P)						\
+	P(CHKSUM, chksum, 0)						\
+	P(VERIFY, verify, 0)						\
+	P(IGET, iget, 0)						\
+	P(IRQ, irq, 0)							\
+	P(SOFTIRQ, softirq, 0)						\
+	P(BLOCK, block, 0)						\
+	P(SAMPLE, sample, 0)						\
+	/* history records a snapshot could not send; no hook feeds it */ \
+	P(SNAPSHOT, snapshot, CHKWIN_NEED_FAILURES)
+
+/*
+ * CHKWIN_HOOK_TABLE(H): what a plan attaches, each H(NAME, name, probe,
+ * help): the log's mode.name says how (loader/plan.c decides), the user's
+ * --no-name (underscores as dashes) turns it off, with help as its text
+ * (NULL: no such option), and it feeds CHKWIN_PROBE_<probe>.
+ */
+#define CHKWIN_HOOK_TABLE(H)						\
+	H(CHKSUM, chksum, CHKSUM, "No checksum call records")		\
+	H(VERIFY, verify, VERIFY, "No inode checksum verdicts")	\
+	H(VERIFY_META, verify_meta, VERIFY, "No other metadata checksum verdicts") \
+	H(IGET, iget, IGET, "No __ext4_iget() results")		\
+	H(IRQ, irq, IRQ, "No interrupt arrivals")			\
+	/* the IPI kind an irq record carries */			\
+	H(IPI, ipi, IRQ, "No IPI kinds on arrivals")			\
+	H(SOFTIRQ, softirq, SOFTIRQ, "No softirq runs")		\
+	H(BLOCK, block, BLOCK, "No block requests")			\
+	/* the cpu-clock sampler: on with -F */				\
+	H(SAMPLE, sample, SAMPLE, NULL)
+
+/*
+ * CHKWIN_COUNTER_TABLE(C): the per-CPU counters, each C(NAME, name,
+ * needs): count.name in the trailer, where the plan meets every need
+ * (CHKWIN_NEED_*, below), else "not-attached": nothing fed it, which is
+ * not 0.  Then CHKWIN_CLASS_COUNTS(G): arrivals by class, each G(NAME,
+ * name, needs): CHKWIN_CLASSES counters, count.name.CLASS.  Then lost.PROBE
+ * for each probe, counted while it is attached.
+ */
+#define CHKWIN_COUNTER_TABLE(C)						\
+	/* checksum computations seen */				\
+	C(CHKSUM, chksum, CHKWIN_NEED_CHKSUM)				\
+	/* ... that had a window arrival: irq_exit marks the call in flight */ \
+	C(CHKSUM_WINDOW, chksum_window, CHKWIN_NEED_CHKSUM | CHKWIN_NEED_IRQ) \
+	/* a computation began while one was in flight on the CPU */	\
+	C(CHKSUM_NESTED, chksum_nested, CHKWIN_NEED_CHKSUM)		\
+	/* checksum verdicts, inode and metadata */			\
+	C(VERIFY, verify, CHKWIN_NEED_VERIFY)				\
+	/* ... stored != computed */					\
+	C(VERIFY_BAD, verify_bad, CHKWIN_NEED_VERIFY)			\
+	/* __ext4_iget() returns */					\
+	C(IGET, iget, CHKWIN_NEED_IGET)					\
+	/* ... -EFSBADCRC */						\
+	C(IGET_BADCRC, iget_badcrc, CHKWIN_NEED_IGET)			\
+	/* handler returned IRQ_NONE (a shared line enters every handler) */ \
+	C(IRQ_UNHANDLED, irq_unhandled, CHKWIN_NEED_IRQ)		\
+	/* softirq vector runs */					\
+	C(SOFTIRQ, softirq, CHKWIN_NEED_SOFTIRQ)			\
+	/* block requests issued and completed; -R failures attaches	\
+	 * completions only */						\
+	C(BLOCK, block, CHKWIN_NEED_BLOCK | CHKWIN_NEED_NOT_FAILURES)	\
+	/* history snapshots sent */					\
+	C(SNAPSHOT, snapshot, CHKWIN_NEED_SNAPSHOT)			\
+	/* history records a snapshot found overwritten unsent since the \
+	 * ring's last snapshot, the blocks ring's included (records never \
+	 * followed by a snapshot are not counted) */			\
+	C(EVICTED, evicted, CHKWIN_NEED_SNAPSHOT)			\
+	/* history pushes dropped because a snapshot was sending the ring: \
+	 * records after a failure, which would overwrite what it sends */ \
+	C(FROZEN, frozen, CHKWIN_NEED_SNAPSHOT)				\
+	/* arrivals whose regs the do_interrupt_handler kprobe did not keep \
+	 * (the kernel ran no kprobe program then: inside another one's	\
+	 * handler, or while user space read a BPF map): their pc came from \
+	 * the stack, their sp is 0 */					\
+	C(IRQ_PC_STACK, irq_pc_stack, CHKWIN_NEED_IRQ | CHKWIN_NEED_IRQ_PC_KPROBE)
+
+#define CHKWIN_CLASS_COUNTS(G)						\
+	G(IRQ_CLASS, irq, CHKWIN_NEED_IRQ)	/* interrupt arrivals */ \
+	G(SAMPLE_CLASS, sample, CHKWIN_NEED_SAMPLE)	/* sampler ticks */
+
+#define CHKWIN_PROBE_ENUM(NAME, name, alone) CHKWIN_PROBE_##NAME,
 enum chkwin_probe {
-	CHKWIN_PROBE_CHKSUM,
-	CHKWIN_PROBE_VERIFY,
-	CHKWIN_PROBE_IGET,
-	CHKWIN_PROBE_IRQ,
-	CHKWIN_PROBE_SOFTIRQ,
-	CHKWIN_PROBE_BLOCK,
-	CHKWIN_PROBE_SAMPLE,
-	CHKWIN_PROBE_SNAPSHOT,	/* history records a snapshot could not emit */
+	CHKWIN_PROBE_TABLE(CHKWIN_PROBE_ENUM)
 	CHKWIN_PROBES,
 };
 
+#define CHKWIN_HOOK_ENUM(NAME, name, probe, help) HOOK_##NAME,
+enum chkwin_hook {
+	CHKWIN_HOOK_TABLE(CHKWIN_HOOK_ENUM)
+	HOOKS,
+};
+
+/* What a counter or a probe can need of a plan, one bit each. */
+#define CHKWIN_NEED_PROBE_BIT(NAME, name, alone) CHKWIN_NEED_##NAME = 1 << CHKWIN_PROBE_##NAME,
+#define CHKWIN_NEED_HOOK_BIT(NAME, name, probe, help) \
+	CHKWIN_NEED_HOOK_##NAME = 1 << (CHKWIN_PROBES + HOOK_##NAME),
+enum chkwin_need {
+	CHKWIN_PROBE_TABLE(CHKWIN_NEED_PROBE_BIT)	/* the probe is attached */
+	CHKWIN_HOOK_TABLE(CHKWIN_NEED_HOOK_BIT)	/* the hook is attached */
+	CHKWIN_NEED_FAILURES = 1 << (CHKWIN_PROBES + HOOKS),	/* -R failures */
+	CHKWIN_NEED_NOT_FAILURES = CHKWIN_NEED_FAILURES << 1,	/* -R all or counts */
+	/* the interrupted regs from the do_interrupt_handler kprobe (--irq-pc) */
+	CHKWIN_NEED_IRQ_PC_KPROBE = CHKWIN_NEED_FAILURES << 2,
+};
+
 /* Indexes into the per-CPU counters array. */
+#define CHKWIN_CNT_ENUM(NAME, name, needs) CHKWIN_CNT_##NAME,
+#define CHKWIN_CNT_CLASS_ENUM(NAME, name, needs) \
+	CHKWIN_CNT_##NAME, CHKWIN_CNT_##NAME##_LAST = CHKWIN_CNT_##NAME + CHKWIN_CLASSES - 1,
 enum chkwin_counter {
-	CHKWIN_CNT_CHKSUM,		/* checksum computations seen */
-	CHKWIN_CNT_CHKSUM_WINDOW,	/* ... that had a window arrival */
-	CHKWIN_CNT_CHKSUM_NESTED,	/* begin while one was in flight */
-	CHKWIN_CNT_VERIFY,
-	CHKWIN_CNT_VERIFY_BAD,
-	CHKWIN_CNT_IGET,
-	CHKWIN_CNT_IGET_BADCRC,		/* __ext4_iget() == -EFSBADCRC */
-	CHKWIN_CNT_IRQ_UNHANDLED,	/* handler returned IRQ_NONE */
-	CHKWIN_CNT_SOFTIRQ,
-	CHKWIN_CNT_BLOCK,
-	CHKWIN_CNT_SNAPSHOT,		/* history snapshots taken */
-	CHKWIN_CNT_EVICTED,		/* history records a snapshot found overwritten */
-	CHKWIN_CNT_FROZEN,		/* history pushes dropped: a snapshot was sending the ring */
-	CHKWIN_CNT_IRQ_PC_STACK,	/* arrivals the regs' kprobe missed: pc from the stack */
-	CHKWIN_CNT_IRQ_CLASS,		/* CHKWIN_CLASSES arrivals by class */
-	CHKWIN_CNT_SAMPLE_CLASS = CHKWIN_CNT_IRQ_CLASS + CHKWIN_CLASSES,
-	CHKWIN_CNT_LOST = CHKWIN_CNT_SAMPLE_CLASS + CHKWIN_CLASSES,
+	CHKWIN_COUNTER_TABLE(CHKWIN_CNT_ENUM)
+	CHKWIN_CLASS_COUNTS(CHKWIN_CNT_CLASS_ENUM)
+	CHKWIN_CNT_LOST,		/* CHKWIN_PROBES of them, lost.PROBE */
 	CHKWIN_COUNTERS = CHKWIN_CNT_LOST + CHKWIN_PROBES,
 };
 

@@ -6,26 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "opts.h"
-
-const char *const chkwin_hook_names[HOOKS] = {
-	[HOOK_CHKSUM] = "chksum",
-	[HOOK_VERIFY] = "verify",
-	[HOOK_VERIFY_META] = "verify_meta",
-	[HOOK_IGET] = "iget",
-	[HOOK_IRQ] = "irq",
-	[HOOK_IPI] = "ipi",
-	[HOOK_SOFTIRQ] = "softirq",
-	[HOOK_BLOCK] = "block",
-	[HOOK_SAMPLE] = "sample",
-};
-
-const char *const chkwin_record_names[] = {
-	[CHKWIN_RECORD_ALL] = "all",
-	[CHKWIN_RECORD_FAILURES] = "failures",
-	[CHKWIN_RECORD_COUNTS] = "counts",
-	NULL,
-};
 
 const char *argp_program_version = "chkwin 0.1";
 
@@ -58,7 +40,7 @@ enum {
 	OPT_IRQ_PC,
 };
 
-static const struct argp_option options[] = {
+static const struct argp_option fixed_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after SECONDS", 0 },
 	{ "output", 'o', "FILE", 0, "Write what --record keeps to FILE (binary log, docs/log-format.md; never overwritten)", 0 },
 	{ "format", 'f', "FMT", 0, "Live summary and --read output: text (default), json or csv", 0 },
@@ -79,19 +61,34 @@ static const struct argp_option options[] = {
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size (default 16)", 0 },
 	{ "kallsyms", OPT_KALLSYMS, "FILE", OPTION_HIDDEN, "Read symbols from FILE", 0 },
 	{ "windows", OPT_WINDOWS, "FILE", 0, "Watch the windows FILE names (docs/windows.md, stackscan --windows-out): arrivals in one are class window, counted per window", 0 },
-	{ NULL, 0, NULL, 0, "Probes (each on by default):", 1 },
-	{ "no-chksum", OPT_NO_BASE + HOOK_CHKSUM, NULL, 0, "No checksum call records", 1 },
-	{ "no-verify", OPT_NO_BASE + HOOK_VERIFY, NULL, 0, "No inode checksum verdicts", 1 },
-	{ "no-verify-meta", OPT_NO_BASE + HOOK_VERIFY_META, NULL, 0,
-	  "No other metadata checksum verdicts", 1 },
-	{ "no-iget", OPT_NO_BASE + HOOK_IGET, NULL, 0, "No __ext4_iget() results", 1 },
-	{ "no-irq", OPT_NO_BASE + HOOK_IRQ, NULL, 0, "No interrupt arrivals", 1 },
-	{ "no-ipi", OPT_NO_BASE + HOOK_IPI, NULL, 0, "No IPI kinds on arrivals", 1 },
-	{ "no-softirq", OPT_NO_BASE + HOOK_SOFTIRQ, NULL, 0, "No softirq runs", 1 },
-	{ "no-block", OPT_NO_BASE + HOOK_BLOCK, NULL, 0, "No block requests", 1 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the full help", 0 },
-	{ 0 },
 };
+
+#define NFIXED (sizeof(fixed_options) / sizeof(fixed_options[0]))
+#define HOOK_HELP(NAME, name, probe, help) [HOOK_##NAME] = help,
+static const char *const hook_help[HOOKS] = { CHKWIN_HOOK_TABLE(HOOK_HELP) };
+/* --no-NAME for the hooks that have one: the name with dashes, as options are spelled. */
+static char no_names[HOOKS][32];
+/* The fixed options, a group title, a --no-NAME per hook, the terminator. */
+static struct argp_option options[NFIXED + 1 + HOOKS + 1];
+
+static void make_options(void)
+{
+	struct argp_option *o = options + NFIXED;
+	char *c;
+	int h;
+
+	memcpy(options, fixed_options, sizeof(fixed_options));
+	*o++ = (struct argp_option){ NULL, 0, NULL, 0, "Probes (each on by default):", 1 };
+	for (h = 0; h < HOOKS; h++) {
+		if (!hook_help[h])
+			continue;
+		snprintf(no_names[h], sizeof(no_names[h]), "no-%s", chkwin_hook_names[h]);
+		for (c = no_names[h]; (c = strchr(c, '_')); )
+			*c = '-';
+		*o++ = (struct argp_option){ no_names[h], OPT_NO_BASE + h, NULL, 0, hook_help[h], 1 };
+	}
+}
 
 static double parse_seconds(struct argp_state *state, const char *what, const char *arg)
 {
@@ -242,6 +239,7 @@ void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
 	opts->kallsyms = "/proc/kallsyms";
 	/* getopt's own messages start with argv[0]: name the tool, not its path. */
 	argv[0] = (char *)"chkwin";
+	make_options();
 	argp_parse(&argp, argc, argv, 0, NULL, opts);
 	if (opts->read_path && (opts->output || opts->dry_run)) {
 		fprintf(stderr, "chkwin: error: --read takes only --format\n");

@@ -19,6 +19,7 @@
 #include "chkwin.skel.h"
 #include "header.h"
 #include "logfile.h"
+#include "names.h"
 #include "opts.h"
 #include "plan.h"
 #include "readlog.h"

@@ -9,25 +9,6 @@
 
 #include "chkwin.h"
 
-/* The hooks a plan attaches, as the user (--no-NAME) and the log (mode.NAME)
- * name them; the BPF side's enum chkwin_probe names what emits records. */
-enum chkwin_hook {
-	HOOK_CHKSUM,
-	HOOK_VERIFY,
-	HOOK_VERIFY_META,
-	HOOK_IGET,
-	HOOK_IRQ,
-	HOOK_IPI,
-	HOOK_SOFTIRQ,
-	HOOK_BLOCK,
-	HOOK_SAMPLE,
-	HOOKS,
-};
-
-extern const char *const chkwin_hook_names[HOOKS];
-/* --record values, indexed by enum chkwin_record_mode; the log's "record" key. */
-extern const char *const chkwin_record_names[];
-
 enum chkwin_attach_mode {
 	ATTACH_AUTO,		/* tracepoints where present, else fallbacks */
 	ATTACH_TRACEPOINT,	/* the lab tracepoints or nothing */
@@ -58,7 +39,7 @@ struct chkwin_opts {
 	enum chkwin_format format;
 	int cpu;		/* -1: all */
 	long sample_hz;		/* 0: no sampler */
-	bool off[HOOKS];	/* turned off by the user */
+	bool off[HOOKS];	/* turned off by the user (bpf/chkwin.h's hook table) */
 	enum chkwin_attach_mode mode;
 	enum chkwin_irq_pc irq_pc;
 	enum chkwin_record_mode record;

@@ -130,9 +130,6 @@ static bool fexit_attaches(const struct kernel_btf *kb, const char *func)
 	return true;
 }
 
-/* The kernel function whose first argument is the interrupted context's regs. */
-#define IRQ_REGS_FUNC "do_interrupt_handler"
-
 /* A number a sysfs file holds, or -1. */
 static long sysfs_number(const char *path, const char *format)
 {
@@ -341,36 +338,37 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	    /* Fallback plans as for a kernel without KALLSYMS_ALL. */
 	    (o->mode != ATTACH_FALLBACK || o->irq_pc == IRQ_PC_IRQ_REGS) &&
 	    ksyms_addr(ks, "__irq_regs")) {
-		p->mode[HOOK_IRQ] = "tp_btf+irq_regs";
+		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_IRQ_REGS];
 		p->irq_pc = IRQ_PC_IRQ_REGS;
-	} else if (irq_pc_may(o, IRQ_PC_KPROBE) && ksyms_pick(ks, IRQ_REGS_FUNC, NULL, &n) &&
-		   n == 1 && !(kprobe = kprobe_registers(IRQ_REGS_FUNC))) {
-		p->mode[HOOK_IRQ] = "tp_btf+kprobe+kretprobe:" IRQ_REGS_FUNC;
+	} else if (irq_pc_may(o, IRQ_PC_KPROBE) &&
+		   ksyms_pick(ks, CHKWIN_IRQ_REGS_FUNC, NULL, &n) && n == 1 &&
+		   !(kprobe = kprobe_registers(CHKWIN_IRQ_REGS_FUNC))) {
+		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_KPROBE];
 		p->irq_pc = IRQ_PC_KPROBE;
 		/* For the arrivals the kprobe misses; without them those are unknown. */
 		find_irq_vectors(ks, p);
 	} else if (irq_pc_may(o, IRQ_PC_STACK) && !find_irq_vectors(ks, p)) {
-		p->mode[HOOK_IRQ] = "tp_btf+stack";
+		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_STACK];
 		p->irq_pc = IRQ_PC_STACK;
 	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
 		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
 			      "__irq_regs");
 	} else if (o->irq_pc == IRQ_PC_KPROBE && !n) {
-		return failed(p, "--irq-pc kprobe: no %s in kallsyms", IRQ_REGS_FUNC);
+		return failed(p, "--irq-pc kprobe: no %s in kallsyms", CHKWIN_IRQ_REGS_FUNC);
 	} else if (o->irq_pc == IRQ_PC_KPROBE && n > 1) {
 		snprintf(p->error, sizeof(p->error), "--irq-pc kprobe: %d symbols called %s "
-			 "in kallsyms, not one", n, IRQ_REGS_FUNC);
+			 "in kallsyms, not one", n, CHKWIN_IRQ_REGS_FUNC);
 		return -1;
 	} else if (o->irq_pc == IRQ_PC_KPROBE) {
 		snprintf(p->error, sizeof(p->error), "--irq-pc kprobe: the kernel refuses a "
-			 "kprobe on %s: %s", IRQ_REGS_FUNC, strerror(-kprobe));
+			 "kprobe on %s: %s", CHKWIN_IRQ_REGS_FUNC, strerror(-kprobe));
 		return -1;
 	} else if (o->irq_pc == IRQ_PC_STACK) {
 		return failed(p, "--irq-pc stack: no %s vectors in kallsyms",
 			      "el1h_64_irq/el0t_64_irq");
 	} else {
 		return failed(p, "no way to the interrupted pc: no __irq_regs, no kprobe on "
-			      IRQ_REGS_FUNC ", no %s vectors in kallsyms",
+			      CHKWIN_IRQ_REGS_FUNC ", no %s vectors in kallsyms",
 			      "el1h_64_irq/el0t_64_irq");
 	}
 	return plan_irq_context(o, kb, p);
@@ -459,83 +457,4 @@ void chkwin_plan_free(struct chkwin_plan *p)
 	for (i = 0; i < CHKWIN_MAX_CALLERS; i++)
 		free((char *)p->callers[i]);
 	memset(p->callers, 0, sizeof(p->callers));
-}
-
-bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_hook probe)
-{
-	const char *m = p->mode[probe];
-
-	return m && strcmp(m, "off") && strcmp(m, "absent") &&
-	       strncmp(m, CHKWIN_NOT_ATTACHED, strlen(CHKWIN_NOT_ATTACHED));
-}
-
-/* Records a probe sends (and can lose) come from these hooks. */
-static bool probe_attached(const struct chkwin_plan *p, enum chkwin_probe probe)
-{
-	switch (probe) {
-	case CHKWIN_PROBE_CHKSUM:
-		return chkwin_plan_on(p, HOOK_CHKSUM);
-	case CHKWIN_PROBE_VERIFY:
-		return chkwin_plan_on(p, HOOK_VERIFY) || chkwin_plan_on(p, HOOK_VERIFY_META);
-	case CHKWIN_PROBE_IGET:
-		return chkwin_plan_on(p, HOOK_IGET);
-	case CHKWIN_PROBE_IRQ:
-		return chkwin_plan_on(p, HOOK_IRQ);
-	case CHKWIN_PROBE_SOFTIRQ:
-		return chkwin_plan_on(p, HOOK_SOFTIRQ);
-	case CHKWIN_PROBE_BLOCK:
-		return chkwin_plan_on(p, HOOK_BLOCK);
-	case CHKWIN_PROBE_SAMPLE:
-		return chkwin_plan_on(p, HOOK_SAMPLE);
-	case CHKWIN_PROBE_SNAPSHOT:
-		return p->record == CHKWIN_RECORD_FAILURES;
-	case CHKWIN_PROBES:
-		break;
-	}
-	return false;
-}
-
-bool chkwin_plan_counts(const struct chkwin_plan *p, int counter)
-{
-	if (counter >= CHKWIN_CNT_LOST)
-		return probe_attached(p, (enum chkwin_probe)(counter - CHKWIN_CNT_LOST));
-	if (counter >= CHKWIN_CNT_SAMPLE_CLASS)
-		return probe_attached(p, CHKWIN_PROBE_SAMPLE);
-	if (counter >= CHKWIN_CNT_IRQ_CLASS)
-		return probe_attached(p, CHKWIN_PROBE_IRQ);
-	switch ((enum chkwin_counter)counter) {
-	case CHKWIN_CNT_CHKSUM:
-	case CHKWIN_CNT_CHKSUM_NESTED:
-		return probe_attached(p, CHKWIN_PROBE_CHKSUM);
-	case CHKWIN_CNT_CHKSUM_WINDOW:
-		/* irq_exit marks the call in flight as hit. */
-		return probe_attached(p, CHKWIN_PROBE_CHKSUM) &&
-		       probe_attached(p, CHKWIN_PROBE_IRQ);
-	case CHKWIN_CNT_VERIFY:
-	case CHKWIN_CNT_VERIFY_BAD:
-		return probe_attached(p, CHKWIN_PROBE_VERIFY);
-	case CHKWIN_CNT_IGET:
-	case CHKWIN_CNT_IGET_BADCRC:
-		return probe_attached(p, CHKWIN_PROBE_IGET);
-	case CHKWIN_CNT_IRQ_UNHANDLED:
-		return probe_attached(p, CHKWIN_PROBE_IRQ);
-	case CHKWIN_CNT_IRQ_PC_STACK:
-		return probe_attached(p, CHKWIN_PROBE_IRQ) && p->irq_pc == IRQ_PC_KPROBE;
-	case CHKWIN_CNT_SOFTIRQ:
-		return probe_attached(p, CHKWIN_PROBE_SOFTIRQ);
-	case CHKWIN_CNT_BLOCK:
-		/* Issues and completions; -R failures attaches completions only. */
-		return probe_attached(p, CHKWIN_PROBE_BLOCK) &&
-		       p->record != CHKWIN_RECORD_FAILURES;
-	case CHKWIN_CNT_SNAPSHOT:
-	case CHKWIN_CNT_EVICTED:
-	case CHKWIN_CNT_FROZEN:
-		return probe_attached(p, CHKWIN_PROBE_SNAPSHOT);
-	case CHKWIN_CNT_IRQ_CLASS:	/* the ranges, handled above */
-	case CHKWIN_CNT_SAMPLE_CLASS:
-	case CHKWIN_CNT_LOST:
-	case CHKWIN_COUNTERS:
-		break;
-	}
-	return false;
 }

@@ -13,6 +13,8 @@
 #include "windows.h"
 
 #define CHKWIN_MAX_CALLERS 32
+/* The kernel function whose first argument is the interrupted context's regs. */
+#define CHKWIN_IRQ_REGS_FUNC "do_interrupt_handler"
 
 struct chkwin_plan {
 	/* How each probe attaches ("tp_btf", "kprobe+kretprobe", "off"...). */
@@ -58,12 +60,17 @@ struct chkwin_plan {
 int chkwin_plan_make(const struct chkwin_opts *opts, struct chkwin_plan *plan);
 void chkwin_plan_free(struct chkwin_plan *plan);
 
+/* needs.c: */
 /* Whether a mode string means something was attached. */
-bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_hook p);
+bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_hook hook);
+/* The CHKWIN_NEED_* bits the plan meets. */
+unsigned int chkwin_plan_needs(const struct chkwin_plan *plan);
 /*
  * Whether counter i (enum chkwin_counter) is fed by something the plan
  * attaches; the trailer says "not-attached" for the others, not 0.
  */
 bool chkwin_plan_counts(const struct chkwin_plan *plan, int i);
+/* mode.irq, indexed by the way to the interrupted pc the plan chose. */
+extern const char *const chkwin_irq_pc_modes[];
 
 #endif /* CHKWIN_PLAN_H */
