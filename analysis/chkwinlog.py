@@ -19,6 +19,8 @@ import zlib
 
 import numpy as np
 
+from analysis import declared
+
 MAGIC = b"CHKWLOG\0"
 VERSION = 4
 REC_SIZE = 64
@@ -35,9 +37,13 @@ HIST_SLOTS = 256
 MAX_WATCHED = 4096
 _WATCH_NAME = re.compile(rb"[A-Za-z0-9_.+:-]{1,127}")
 
-CLASSES = ["window", "chksum", "kernel", "user", "unknown"]
-# The probes, in bpf/chkwin.h's enum chkwin_probe order (trailer lost.PROBE).
-PROBES = ["chksum", "verify", "iget", "irq", "softirq", "block", "sample", "snapshot"]
+# The interrupt classes by number, and the probes (trailer lost.PROBE), in
+# the order of bpf/chkwin.h's tables.
+CLASSES = declared.CLASSES
+PROBES = declared.PROBES
+# What a run did not count, and whether it attached a hook: analysis/declared.py.
+NOT_ATTACHED = declared.NOT_ATTACHED
+hook_attached = declared.hook_attached
 # The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
 RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
@@ -45,18 +51,6 @@ RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
-# A trailer's count.NAME or lost.NAME whose hooks the run left out
-# (loader/names.h): not a zero, nothing was there to count.  A mode.HOOK
-# starting with it: the record mode needs nothing from the hook.
-NOT_ATTACHED = "not-attached"
-
-
-def hook_attached(header, hook):
-    """Whether the plan attached hook (its mode.HOOK is neither off nor
-    absent nor not-attached, nor missing from the header)."""
-    mode = header.get(f"mode.{hook}", "absent")
-    return mode not in ("off", "absent") and not mode.startswith(NOT_ATTACHED)
-
 F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
 CALLER_UNKNOWN = 0xFFFF
 FUNC_NONE = 0xFF

@@ -23,7 +23,8 @@ import numpy as np
 from analysis.chkwinlog import (CHUNK_HEAD, CLASSES, DTYPES, F_COMPLETE, F_HANDLED,
                                F_IN_CHKSUM, F_METADATA, F_MISMATCH, F_WINDOW_HIT,
                                FILE_HEAD, FILE_HEAD_V1, LEGACY, MAGIC, NOT_ATTACHED, PROBES,
-                               REC_SIZE, TYPE_IDS, TYPES, VERSION, hook_attached)
+                               REC_SIZE, TYPE_IDS, TYPES, VERSION)
+from analysis.declared import not_attached
 
 FUNC0 = ("ext4_chksum", 0xffffffc008298444, 0xffffffc008298610)
 FUNC1 = ("ext4_chksum_gcc49", 0xffffffc0082ab1cc, 0xffffffc0082ab230)
@@ -110,31 +111,27 @@ def write(path, head, records, trailer=None, chunk=4096, version=VERSION):
 def trailer_for(head, records, ended_ns):
     """The trailer the loader would write after these records, counters
     as the BPF side counts them: checksum calls, those with a window
-    arrival, interrupt and sampler arrivals by class; what the header's
-    modes leave out (the sampler, absent verify tracepoints, snapshots
-    outside the flight recorder) is not-attached, as the loader says."""
-    def off(hook):
-        return not hook_attached(head, hook)
-
-    failures = head.get("record") == "failures"
-    left_out = {"sample": off("sample"), "verify": off("verify") and off("verify_meta"),
-                "softirq": off("softirq"), "snapshot": not failures}
+    arrival, interrupt and sampler arrivals by class, and lost records
+    (none); what the header's modes leave out (the sampler, absent verify
+    tracepoints, snapshots outside the flight recorder) is not-attached,
+    by the rule the loader follows (analysis/declared.py)."""
+    skipped = not_attached(head)
     types = records[:, 0]
     t = {"ended_ns": ended_ns, "ending": "signal"}
     for num, name in TYPES.items():
         t[f"records.{name}"] = int((types == num).sum())
-    for name in PROBES:
-        t[f"lost.{name}"] = NOT_ATTACHED if left_out.get(name) else 0
+    counts = {f"lost.{name}": 0 for name in PROBES}
     calls = records[types == TYPE_IDS["chksum"]].view(DTYPES["chksum"]).reshape(-1)
-    t["count.chksum"] = len(calls)
-    t["count.chksum_window"] = int(np.count_nonzero(calls["flags"] & F_WINDOW_HIT))
+    counts["count.chksum"] = len(calls)
+    counts["count.chksum_window"] = int(np.count_nonzero(calls["flags"] & F_WINDOW_HIT))
     for kind in ("irq", "sample"):
         rows = records[types == TYPE_IDS[kind]].view(DTYPES[kind]).reshape(-1)
         for n, name in enumerate(CLASSES):
-            t[f"count.{kind}.{name}"] = NOT_ATTACHED if left_out.get(kind) \
-                else int(np.count_nonzero(rows["class"] == n))
-        # One watched window at most: its arrivals are those of class window.
-        if "watch.0" in head and not left_out.get(kind):
+            counts[f"count.{kind}.{name}"] = int(np.count_nonzero(rows["class"] == n))
+    t.update({k: NOT_ATTACHED if k in skipped else v for k, v in counts.items()})
+    # One watched window at most: its arrivals are those of class window.
+    for kind in ("irq", "sample"):
+        if "watch.0" in head and f"count.{kind}.window" not in skipped:
             t[f"count.watch.{kind}.{WINDOW_NAME}"] = t[f"count.{kind}.window"]
     return t
 

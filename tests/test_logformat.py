@@ -1,6 +1,8 @@
 """One log format: the C definition (bpf/chkwin.h, the loader's names and
 checks), analysis/chkwinlog.py and docs/log-format.md must agree, field
-by field and name by name.  tests/c/layout.c prints the C side."""
+by field and name by name.  tests/c/layout.c prints the C side, and
+tests/c/plan_lines.c what the loader writes of every plan, which
+analysis/declared.py's reading of bpf/chkwin.h must predict."""
 
 import json
 import re
@@ -12,6 +14,7 @@ import pytest
 from common import PY, REPO
 
 from analysis import chkwinlog
+from analysis import declared
 from analysis import logjson
 from analysis import synthlog
 from tests import fuzzlog
@@ -20,13 +23,23 @@ SIZES = {"u1": 1, "<u2": 2, "<u4": 4, "<i4": 4, "<u8": 8, "S14": 14}
 DOC_TYPES = {"u8": 1, "u16": 2, "u32": 4, "s32": 4, "u64": 8}
 
 
+def host_tool(tmp_path_factory, target):
+    """stdout of a host tool tests/c builds (make -C loader TARGET)."""
+    out = tmp_path_factory.mktemp(target)
+    subprocess.run(["make", "-s", "-C", str(REPO / "loader"), f"OUT={out}", target],
+                   check=True)
+    return subprocess.run([str(out / "host" / target)], capture_output=True, text=True,
+                          check=True).stdout
+
+
 @pytest.fixture(scope="module")
 def c_side(tmp_path_factory):
-    out = tmp_path_factory.mktemp("layout")
-    subprocess.run(["make", "-s", "-C", str(REPO / "loader"), f"OUT={out}", "layout"],
-                   check=True)
-    return json.loads(subprocess.run([str(out / "host/layout")], capture_output=True,
-                                     text=True, check=True).stdout)
+    return json.loads(host_tool(tmp_path_factory, "layout"))
+
+
+@pytest.fixture(scope="module")
+def plan_lines(tmp_path_factory):
+    return [json.loads(line) for line in host_tool(tmp_path_factory, "plan_lines").splitlines()]
 
 
 def test_constants_and_names_agree(c_side):
@@ -47,6 +60,53 @@ def test_constants_and_names_agree(c_side):
     assert sorted(chkwinlog.TYPES) == list(range(1, len(c_side["types"]) + 1))
     assert c_side["classes"] == chkwinlog.CLASSES
     assert c_side["probes"] == chkwinlog.PROBES
+
+
+def test_the_declarations_agree(plan_lines):
+    """bpf/chkwin.h's hook, probe, class and counter tables as the loader
+    compiles them and as analysis/declared.py reads them: the same names,
+    and for every plan the planner can make (each hook attached or not,
+    each record mode, each way to the interrupted pc) the trailer has the
+    counters declared.COUNTERS lists, lost.PROBE first, and says
+    not-attached exactly where declared.not_attached predicts from the
+    header."""
+    names, plans = plan_lines[0], plan_lines[1:]
+    assert names == {"hooks": [h.name for h in declared.HOOKS],
+                     "probes": declared.PROBES, "classes": declared.CLASSES}
+    keys = [key for key, _ in declared.COUNTERS]
+    order = [k for k in keys if k.startswith("lost.")] + \
+        [k for k in keys if k.startswith("count.")]
+    assert len(plans) > 2000
+    for plan in plans:
+        header = dict(line.split("=", 1) for line in plan["header"])
+        trailer = [line.split("=", 1) for line in plan["trailer"]]
+        assert [key for key, _ in trailer] == order
+        assert {key for key, v in trailer if v == chkwinlog.NOT_ATTACHED} == \
+            declared.not_attached(header), header
+
+
+@pytest.mark.parametrize("edit, why", [
+    (("C(IGET, iget, CHKWIN_NEED_IGET)", "C(IGET, iget)"),
+     "CHKWIN_COUNTER_TABLE: C(IGET, iget) is not C() of 3 arguments"),
+    (("CHKWIN_NEED_IGET)", "CHKWIN_NEED_IGETS)"), "iget needs 'CHKWIN_NEED_IGETS'"),
+    (("#define CHKWIN_HOOK_TABLE(H)", "#define CHKWIN_HOOKS_TABLE(H)"),
+     "no CHKWIN_HOOK_TABLE(X) table"),
+    (("H(IPI, ipi, IRQ,", "H(IPI, ipi, IRQS,"), "hook ipi feeds IRQS, which is no probe"),
+    (("CHKWIN_NEED_NOT_FAILURES =", "CHKWIN_NEED_NOT_FAIL ="),
+     "enum chkwin_need's conditions are"),
+    (("C(CHKSUM, chksum, CHKWIN_NEED_CHKSUM)", "C(CHKSUM, chksum, CHKWIN_NEED_CHKSUM"),
+     "CHKWIN_COUNTER_TABLE is not a list of C(...) entries"),
+])
+def test_a_table_that_cannot_be_read_is_one_line(tmp_path, edit, why):
+    """analysis/declared.py refuses a chkwin.h it cannot read in one line
+    that names the file and the table."""
+    text = declared.HEADER.read_text()
+    assert edit[0] in text
+    (tmp_path / "chkwin.h").write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(declared.DeclarationError) as e:
+        declared.Declared(tmp_path / "chkwin.h")
+    assert "\n" not in str(e.value) and str(e.value).startswith(f"{tmp_path}/chkwin.h: ")
+    assert why in str(e.value), e.value
 
 
 def test_record_layouts_agree(c_side):
