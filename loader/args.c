@@ -207,6 +207,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
+	case ARGP_KEY_END:
+		/* Bad usage, as argp's own errors are: one status for all. */
+		if (o->read_path && (o->output || o->dry_run))
+			argp_failure(state, argp_err_exit_status, 0,
+				     "error: --read takes only --format");
+		if (o->snapshot_window && o->record != CHKWIN_RECORD_FAILURES)
+			argp_failure(state, argp_err_exit_status, 0,
+				     "error: --snapshot-on window needs --record failures");
+		break;
 	case ARGP_KEY_ARG:
 		if (state->arg_num == 0)
 			o->interval = parse_seconds(state, "interval", arg);
@@ -240,13 +249,7 @@ void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts)
 	/* getopt's own messages start with argv[0]: name the tool, not its path. */
 	argv[0] = (char *)"chkwin";
 	make_options();
+	/* 2, as the Python tools (argparse) exit on bad usage, not argp's 64 (EX_USAGE). */
+	argp_err_exit_status = 2;
 	argp_parse(&argp, argc, argv, 0, NULL, opts);
-	if (opts->read_path && (opts->output || opts->dry_run)) {
-		fprintf(stderr, "chkwin: error: --read takes only --format\n");
-		exit(2);
-	}
-	if (opts->snapshot_window && opts->record != CHKWIN_RECORD_FAILURES) {
-		fprintf(stderr, "chkwin: error: --snapshot-on window needs --record failures\n");
-		exit(2);
-	}
 }

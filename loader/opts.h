@@ -55,7 +55,7 @@ struct chkwin_opts {
 	const char *kallsyms;
 };
 
-/* Fills opts from argv; exits with argp's status 64 and one line on bad usage. */
+/* Fills opts from argv; on bad usage says why in its first line on stderr and exits 2. */
 void chkwin_parse_args(int argc, char **argv, struct chkwin_opts *opts);
 
 #endif /* CHKWIN_OPTS_H */

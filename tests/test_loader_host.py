@@ -80,11 +80,14 @@ def test_help_has_examples(built):
                                   ["--history", "0"], ["--history", "65537"],
                                   ["--wakeup-kb", "-1"], ["--snapshot-on", "sometimes"],
                                   ["--snapshot-on", "window"], ["--windows"],
-                                  ["--irq-pc", "exact"]])
+                                  ["--irq-pc", "exact"], ["-r", "x.log", "-o", "y.log"],
+                                  ["--no-sample"]])
 def test_bad_flags_fail_with_one_error_line(built, argv):
+    """Bad usage, argp's own checks and chkwin's alike: exit 2, the first
+    line on stderr says why."""
     proc = subprocess.run([str(built / "host" / "chkwin"), *argv],
                           capture_output=True, text=True)
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert proc.stdout == ""
     first = proc.stderr.splitlines()[0]
     assert first.startswith("chkwin") and first.strip()
