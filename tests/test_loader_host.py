@@ -4,11 +4,13 @@ Only --help, bad flags and --read run here: BPF never loads into this
 machine's kernel (the guest tests do that).
 """
 
+import re
 import struct
 import subprocess
 
 import pytest
 
+from analysis import declared
 from guest.host import loaderbuild
 
 # No guest boots here, but building the loader needs the unpatched lab
@@ -91,6 +93,17 @@ def test_bad_flags_fail_with_one_error_line(built, argv):
     assert proc.stdout == ""
     first = proc.stderr.splitlines()[0]
     assert first.startswith("chkwin") and first.strip()
+
+
+def test_every_hook_with_help_has_its_no_option(built):
+    """The --no-NAME options come from bpf/chkwin.h's hook table: one per
+    hook with help, underscores as dashes, none for the others."""
+    proc = subprocess.run([str(built / "host" / "chkwin"), "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    options = re.findall(r"^ +--(no-[\w-]+) +(.*)$", proc.stdout, re.M)
+    assert options == sorted((f"no-{h.name.replace('_', '-')}", h.help)
+                             for h in declared.HOOKS if h.help)
 
 
 @pytest.mark.parametrize("text, msg", [
