@@ -513,8 +513,10 @@ int BPF_PROG(ipi_entry, const char *reason)
 	if (floor_only)
 		return 0;
 	a = bpf_map_lookup_elem(&arrivals, &zero);
-	if (a && a->active)
+	if (a && a->active) {
 		bpf_probe_read_kernel_str(a->ipi, sizeof(a->ipi), reason);
+		count(CHKWIN_CNT_IPI);
+	}
 	return 0;
 }
 

@@ -254,7 +254,9 @@ enum chkwin_class {
 	 * (the kernel ran no kprobe program then: inside another one's	\
 	 * handler, or while user space read a BPF map): their pc came from \
 	 * the stack, their sp is 0 */					\
-	C(IRQ_PC_STACK, irq_pc_stack, CHKWIN_NEED_IRQ | CHKWIN_NEED_IRQ_PC_KPROBE)
+	C(IRQ_PC_STACK, irq_pc_stack, CHKWIN_NEED_IRQ | CHKWIN_NEED_IRQ_PC_KPROBE) \
+	/* interrupt arrivals that were IPIs (ipi_entry gave them their kind) */ \
+	C(IPI, ipi, CHKWIN_NEED_HOOK_IPI)
 
 #define CHKWIN_CLASS_COUNTS(G)						\
 	G(IRQ_CLASS, irq, CHKWIN_NEED_IRQ)	/* interrupt arrivals */ \
