@@ -38,7 +38,7 @@ def reader():
     return loaderbuild.build() / "host" / "chkwin"
 
 
-TALLIED = ("class", "caller", "err")
+TALLIED = ("class", "caller", "err", "ipi")
 
 
 class Log(Decoded):
@@ -213,6 +213,10 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     assert log.trailer["count.chksum_window"] == "0"
     assert int(log.trailer["count.sample.chksum"]) > 0
     assert run.status["checksum_failures_total"] == 0
+    # Two CPUs send each other IPIs: ipi_entry counts each one and names
+    # its kind in the arrival's record (unless the ring had no room for it).
+    named = sum(n for kind, n in log.tally["irq", "ipi"].items() if kind)
+    assert 0 < named <= int(log.trailer["count.ipi"]) <= named + int(log.trailer["lost.irq"])
 
 
 def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
