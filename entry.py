@@ -17,6 +17,8 @@ import importlib
 import os
 import sys
 
+from common.errors import OneLineError, die
+
 ENTRY_POINTS = {
     "analysis/chkwin-analyze": "analysis.cli",
     "analysis/stackscan/build.py": "analysis.stackscan.builder",
@@ -47,7 +49,10 @@ def main():
     if module is None:
         sys.exit(f"entry.py: error: {command!r} is not a chkwin command "
                  f"(one of {', '.join(ENTRY_POINTS)})")
-    sys.exit(importlib.import_module(module).main())
+    try:
+        sys.exit(importlib.import_module(module).main())
+    except OneLineError as e:
+        die(str(e))
 
 
 if __name__ == "__main__":

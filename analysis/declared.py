@@ -19,6 +19,8 @@ import collections
 import pathlib
 import re
 
+from common.errors import OneLineError
+
 HEADER = pathlib.Path(__file__).resolve().parents[1] / "bpf" / "chkwin.h"
 
 # A trailer's count.NAME or lost.NAME whose hooks the run left out
@@ -38,7 +40,7 @@ CONDITIONS = {
 Hook = collections.namedtuple("Hook", "name probe help")
 
 
-class DeclarationError(Exception):
+class DeclarationError(OneLineError):
     """bpf/chkwin.h does not hold the tables as this reader knows them."""
 
 

@@ -1,6 +1,6 @@
 """The flight recorder (`chkwin --record failures`), replayed on a full log.
 
-bpf/chkwin.bpf.c keeps, per CPU, a ring of the last K checksum calls and
+bpf/flight.bpf.h keeps, per CPU, a ring of the last K checksum calls and
 verdicts (chksum, verify, iget records) and one of the last K arrivals
 (irq, sample), and one ring of the last K block completions for all CPUs.
 A verify mismatch or an iget returning -EFSBADCRC is pushed into its ring,

@@ -204,7 +204,7 @@ enum chkwin_class {
 	H(VERIFY_META, verify_meta, VERIFY, "No other metadata checksum verdicts") \
 	H(IGET, iget, IGET, "No __ext4_iget() results")		\
 	H(IRQ, irq, IRQ, "No interrupt arrivals")			\
-	/* the IPI kind an irq record carries */			\
+	/* the IPI kind an irq record carries; planned only with irq */ \
 	H(IPI, ipi, IRQ, "No IPI kinds on arrivals")			\
 	H(SOFTIRQ, softirq, SOFTIRQ, "No softirq runs")		\
 	H(BLOCK, block, BLOCK, "No block requests")			\

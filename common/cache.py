@@ -13,11 +13,12 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import lzma
 import os
 import pathlib
 import shutil
 
-from common.errors import die
+from common.errors import OneLineError, die
 from common.progress import heartbeat, log, quiet
 
 
@@ -69,14 +70,16 @@ def builder_main(build, doc, option, what):
 def quietly():
     """For a command that calls builders in the block: their progress and
     cache lines are held back (the command reports its own outcome; each
-    builder's own command shows them), and an OSError from one (a cache
-    it cannot write, a tool that is missing) is one line, as every other
-    failure of theirs is."""
+    builder's own command shows them), and what one raises on bad ground
+    (a cache it cannot write, a tool that is missing, a damaged file it
+    left in its tree) is one line, as every other failure of theirs is."""
     with quiet():
         try:
             yield
-        except OSError as e:
+        except (OSError, OneLineError) as e:
             die(str(e))
+        except (ValueError, lzma.LZMAError) as e:
+            die(f"{type(e).__name__}: {e}")
 
 
 @contextlib.contextmanager

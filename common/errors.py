@@ -6,6 +6,11 @@ import subprocess
 import sys
 
 
+class OneLineError(Exception):
+    """A failure its message says all of (a damaged declaration, a cache
+    entry no builder wrote): a command prints it as die() does."""
+
+
 def die(msg):
     """One line on stderr, exit status 1."""
     print(f"{pathlib.Path(sys.argv[0]).name}: error: {msg}", file=sys.stderr)

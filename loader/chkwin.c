@@ -168,7 +168,7 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 		      const struct chkwin_opts *o, int ncpus)
 {
 	bool failures = o->record == CHKWIN_RECORD_FAILURES;
-	/* Two rings per CPU and the shared blocks ring (chkwin.bpf.c). */
+	/* Two rings per CPU and the shared blocks ring (flight.bpf.h). */
 	__u32 rings = failures ? 2 * (__u32)ncpus + 1 : 1;
 	unsigned long rb = 1UL << 20;
 	int i;

@@ -38,7 +38,8 @@ bool chkwin_plan_on(const struct chkwin_plan *p, enum chkwin_hook hook)
 	       strncmp(m, CHKWIN_NOT_ATTACHED, strlen(CHKWIN_NOT_ATTACHED));
 }
 
-unsigned int chkwin_plan_needs(const struct chkwin_plan *p)
+/* The CHKWIN_NEED_* bits the plan meets. */
+static unsigned int plan_needs(const struct chkwin_plan *p)
 {
 	unsigned int have = p->record == CHKWIN_RECORD_FAILURES ?
 		CHKWIN_NEED_FAILURES : CHKWIN_NEED_NOT_FAILURES;
@@ -57,5 +58,5 @@ unsigned int chkwin_plan_needs(const struct chkwin_plan *p)
 
 bool chkwin_plan_counts(const struct chkwin_plan *p, int counter)
 {
-	return !(chkwin_counter_needs(counter) & ~chkwin_plan_needs(p));
+	return !(chkwin_counter_needs(counter) & ~plan_needs(p));
 }

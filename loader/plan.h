@@ -63,8 +63,6 @@ void chkwin_plan_free(struct chkwin_plan *plan);
 /* needs.c: */
 /* Whether a mode string means something was attached. */
 bool chkwin_plan_on(const struct chkwin_plan *plan, enum chkwin_hook hook);
-/* The CHKWIN_NEED_* bits the plan meets. */
-unsigned int chkwin_plan_needs(const struct chkwin_plan *plan);
 /*
  * Whether counter i (enum chkwin_counter) is fed by something the plan
  * attaches; the trailer says "not-attached" for the others, not 0.

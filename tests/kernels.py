@@ -6,7 +6,8 @@ import subprocess
 
 from common import PY, REPO
 
-# mode.irq where the interrupted regs come from a kprobe (loader/plan.c).
+# mode.irq where the interrupted regs come from a kprobe (loader/needs.c's
+# chkwin_irq_pc_modes); spelled out here so that a change to it fails a test.
 IRQ_KPROBE_MODE = "tp_btf+kprobe+kretprobe:do_interrupt_handler"
 
 

@@ -279,3 +279,14 @@ def test_a_header_watching_4096_windows(tmp_path):
     last = json.loads(proc.stdout.splitlines()[-1])
     assert proc.returncode == 1 and last["status"] == "corrupt"
     assert last["offset"] == e.value.offset and "watch.7" in last["reason"]
+
+
+def test_the_class_numbers_are_the_documented_ones():
+    """Records carry a class as its number and no log names them, so the
+    class table may only grow at its end: the numbers and names are the
+    ones docs/log-format.md gives every log, old ones too."""
+    doc = (REPO / "docs/log-format.md").read_text()
+    table = doc.split("Interrupt classes", 1)[1].split("\n\n", 2)[1]
+    documented = re.findall(r"^\| (\d+) \| `(\w+)` \|", table, re.M)
+    assert [int(n) for n, _ in documented] == list(range(len(documented)))
+    assert [name for _, name in documented] == chkwinlog.CLASSES

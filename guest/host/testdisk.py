@@ -28,15 +28,22 @@ HASH_SEED = "c4c4c4c4-2021-0105-a72a-000000000002"
 FILES, DIRS, SIZE_MIB, SEED = 6000, 64, 128, 2021
 
 
+# The e2fsprogs tools live in sbin, which a non-root PATH may lack; only
+# their own processes get it (the builder runs inside other commands).
+TOOL_ENV = dict(os.environ, PATH=os.pathsep.join([os.environ.get("PATH", ""),
+                                                  "/usr/sbin", "/sbin"]))
+
+
 def tool_version():
-    """mke2fs's version; first make sure every e2fsprogs tool used is there
-    (they live in sbin, which a non-root PATH may lack)."""
-    os.environ["PATH"] += os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
+    """mke2fs's version; first make sure every e2fsprogs tool used is there."""
     for tool in ("mke2fs", "debugfs", "dumpe2fs"):
-        if shutil.which(tool) is None:
+        if shutil.which(tool, path=TOOL_ENV["PATH"]) is None:
             die(f"{tool} not found: install e2fsprogs (make deps)")
-    proc = subprocess.run(["mke2fs", "-V"], capture_output=True, text=True)
-    return proc.stderr.splitlines()[0]
+    proc = subprocess.run(["mke2fs", "-V"], capture_output=True, text=True, env=TOOL_ENV)
+    lines = proc.stderr.splitlines()
+    if not lines:
+        die(f"mke2fs -V printed no version (exit {proc.returncode})")
+    return lines[0]
 
 
 def make_corpus(root, files, dirs, seed):
@@ -75,7 +82,7 @@ def pin_inodes(image, corpus, env):
 
 
 def geometry(image):
-    proc = subprocess.run(["dumpe2fs", str(image)], capture_output=True,
+    proc = subprocess.run(["dumpe2fs", str(image)], capture_output=True, env=TOOL_ENV,
                           text=True)
     if proc.returncode != 0:
         die(f"dumpe2fs {image} failed: {proc.stderr.strip()}")
@@ -109,7 +116,7 @@ def build(files=FILES, dirs=DIRS, size_mib=SIZE_MIB, seed=SEED):
             corpus = pathlib.Path(tmp) / "corpus"
             corpus.mkdir()
             make_corpus(corpus, files, dirs, seed)
-            env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(EPOCH),
+            env = dict(TOOL_ENV, E2FSPROGS_FAKE_TIME=str(EPOCH),
                        SOURCE_DATE_EPOCH=str(EPOCH), MKE2FS_CONFIG="/dev/null")
             proc = subprocess.run(
                 ["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-I", "256",

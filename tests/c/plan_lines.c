@@ -86,7 +86,7 @@ static bool make_plan(struct chkwin_plan *p, unsigned int on, int record, int ho
 	memset(p, 0, sizeof(*p));
 	p->record = (enum chkwin_record_mode)record;
 	for (h = 0; h < HOOKS; h++)
-		p->mode[h] = (on & 1u << h) ? "tp_btf" : not_on[h % 3];
+		p->mode[h] = (on & 1u << h) ? "tp_btf" : not_on[(h + on) % 3];
 	if (on & 1u << HOOK_IRQ) {
 		p->irq_pc = (enum chkwin_irq_pc)how;
 		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[how];
