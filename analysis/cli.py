@@ -25,6 +25,7 @@ from analysis import compare
 from analysis import correlate
 from analysis import fsgeom
 from analysis import summary
+from analysis.documents import FAILURE_CSV
 
 PROG = "chkwin-analyze"
 
@@ -77,26 +78,8 @@ def cmd_summary(args):
     print(json.dumps(s, indent=1) if args.json else summary.text(s), end="\n" if args.json else "")
 
 
-CSV_FAILURE = ["ino", "kind", "meta_block", "dev", "ts", "cpu", "tid", "source",
-               "attributed", "group_calls",
-               "call_caller", "call_ts", "call_end_ns", "window_arrival_ts",
-               "window_arrival_offset_ns", "window_arrival_position",
-               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu"]
 CSV_ARRIVAL = ["call_ts", "call_end_ns", "cpu", "caller", "source", "ts",
                "offset_ns", "position", "class", "func", "offset", "pc"]
-
-
-def _flat(f):
-    w = f["window_arrivals"][0] if f["window_arrivals"] else {}
-    c, b = f["call"] or {}, f["block"] or {}
-    return [f["ino"], f["kind"], "" if f["meta_block"] is None else f["meta_block"],
-            f["dev"], f["ts"], f["cpu"], f["tid"], f["source"],
-            int(f["attributed"]), f["group_calls"], c.get("caller", ""),
-            c.get("ts", ""), c.get("end_ns", ""), w.get("ts", ""),
-            w.get("offset_ns", ""), w.get("position", ""),
-            "" if f["block_sector"] is None else f["block_sector"],
-            b.get("ts", ""), b.get("cpu", ""), b.get("latency_ns", ""),
-            "" if not b else int(b["cross_cpu"])]
 
 
 def cmd_correlate(args):
@@ -122,8 +105,8 @@ def cmd_correlate(args):
         return
     if args.format == "csv":
         w = csv.writer(out)
-        w.writerow(CSV_FAILURE)
-        w.writerows(_flat(f) for f in corr.failures)
+        w.writerow(FAILURE_CSV)
+        w.writerows(f.csv_row() for f in corr.failures)
         return
     json.dump({"log": str(args.log), "status": log.status,
                "truncated": log.status == "truncated",
@@ -134,7 +117,8 @@ def cmd_correlate(args):
                "window_hit_outcomes": corr.outcomes_by_caller(),
                "failures_by_kind": {k: {"failures": n, "attributed": a}
                                     for k, (n, a) in corr.by_kind().items()},
-               "failures": corr.failures, "attributed": corr.attributed()},
+               "failures": [f.to_json() for f in corr.failures],
+               "attributed": corr.attributed()},
               out, indent=1)
     out.write("\n")
 

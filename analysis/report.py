@@ -74,16 +74,14 @@ def failure_rows(corr):
              "block completion cpu", "latency (ms)", "cross-CPU"]]
     known = corr.log.window_known()
     for f in corr.failures:
-        b = f["block"]
-        rows.append([f["kind"], f["ino"],
-                     "-" if f["meta_block"] is None else f["meta_block"], f["ts"], f["cpu"],
-                     f["call"]["caller"] if f["call"] else "-",
-                     (", ".join(f"{w['source']} +{w['offset_ns']} ns" for w in
-                                f["window_arrivals"]) or "none")
-                     if known else "unknown (no window symbols)",
-                     b["cpu"] if b else "-",
-                     f"{b['latency_ns'] / 1e6:.3f}" if b else "-",
-                     b["cross_cpu"] if b else "-"])
+        b = f.block
+        rows.append([f.kind, f.ino, "-" if f.meta_block is None else f.meta_block, f.ts, f.cpu,
+                     f.call.caller if f.call else "-",
+                     (", ".join(f"{w.source} +{w.offset_ns} ns" for w in f.window_arrivals)
+                      or "none") if known else "unknown (no window symbols)",
+                     b.cpu if b else "-",
+                     f"{b.latency_ns / 1e6:.3f}" if b else "-",
+                     b.cross_cpu if b else "-"])
     return rows
 
 
