@@ -166,15 +166,15 @@ def cmd_compare(args):
 
 
 def cmd_report(args):
-    from analysis import experiment
+    from analysis import documents
     from analysis import report
     top = pathlib.Path(args.dir)
     if (top / "experiment.json").exists() and not args.logs:
         try:
-            doc = experiment.load(top)
-        except experiment.ExperimentError as e:
+            doc = documents.load(top)
+        except documents.ExperimentError as e:
             raise Fail(str(e)) from None
-        logs = [str(top / b) for b in experiment.recorded_dirs(doc)]
+        logs = [str(top / b) for b in doc.recorded_logs()]
         lines = report.write_experiment(top, doc, [(p, *load(p, args)) for p in logs])
         print(f"wrote {top}/report.html and report.md")
         for _, text in lines:
@@ -189,15 +189,16 @@ def cmd_report(args):
 
 
 def cmd_pool(args):
+    from analysis import documents
     from analysis import experiment
     try:
-        doc = experiment.pool([experiment.load(d) for d in args.dirs], args.dirs,
-                              args.allow_different)
-    except experiment.ExperimentError as e:
+        doc, differences = documents.pool([documents.load(d) for d in args.dirs], args.dirs,
+                                          args.allow_different)
+    except documents.ExperimentError as e:
         raise Fail(str(e)) from None
     print(f"pooled {len(args.dirs)} runs: the verdicts' error rates hold for a plan "
           "fixed in advance, not for runs pooled until a verdict came")
-    for d in doc["differences"]:
+    for d in differences:
         print(f"pooled despite a difference: {d}")
     print()
     rows = experiment.conditions(doc)

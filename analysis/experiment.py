@@ -18,15 +18,14 @@ against gcc49-exact) must differ by the predicted ratio, and the flavour
 comparison runs as the A/A test it is here.
 """
 
-import json
 import math
-import pathlib
 
 import numpy as np
 from scipy import stats
 
 from analysis import chkwinlog
 from analysis import correlate
+from analysis import documents
 from analysis import model
 from analysis import planning
 from analysis import verdict
@@ -47,114 +46,26 @@ LIMITS = (
     "width counts blocks, not cycles.")
 
 
-class ExperimentError(Exception):
-    pass
-
-
-def load(top):
-    path = pathlib.Path(top) / "experiment.json"
-    try:
-        doc = json.loads(path.read_text())
-        names = {c["name"] for c in doc["conditions"]}
-        for b in doc["boots"]:
-            if b["condition"] not in names:
-                raise ExperimentError(f"{path}: boot {b['dir']} names an unknown "
-                                      f"condition {b['condition']!r}")
-            int(b["calls"]), int(b["failures_total"])
-    except OSError as e:
-        raise ExperimentError(f"{path}: {e.strerror}") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise ExperimentError(f"{path}: not an experiment record ({e!r})") from None
-    return doc
-
-
-# Settings that may differ between runs pooled as one: how a run was
-# scheduled and sized, not what its boots measured.
-POOL_MAY_DIFFER = ("jobs", "engine", "engine_detail", "retries", "budget_minutes", "boots",
-                   "plan", "aa_boots", "max_aa_boots", "power", "plan_dispersion",
-                   "plan_comparisons", "plan_power_range", "plan_reestimated")
-
-
-def differences(doc, first):
-    """What in doc's settings and kernels differs from first's."""
-    out = [f"{k} {first['settings'].get(k)!r} against {doc['settings'].get(k)!r}"
-           for k in sorted(set(doc["settings"]) | set(first["settings"]))
-           if k not in POOL_MAY_DIFFER and doc["settings"].get(k) != first["settings"].get(k)]
-    kernels = [sorted({b.get("kernel") for b in d["boots"]} - {None}) for d in (first, doc)]
-    if kernels[0] != kernels[1]:
-        out.append(f"kernels {', '.join(kernels[0]) or 'unrecorded'} against "
-                   f"{', '.join(kernels[1]) or 'unrecorded'}")
-    return out
-
-
-def pool(docs, names, allow_different=False):
-    """Several runs of one experiment as one record: the same conditions,
-    every run's boots (their directories prefixed by the run's), the
-    first run's settings, and under "differences" what the runs'
-    measuring settings and kernels do not share.  Runs with other
-    conditions do not pool; runs with other settings or kernels only with
-    allow_different."""
-    first = docs[0]
-    runs = [pathlib.Path(n).resolve() for n in names]
-    if len(set(runs)) != len(runs):
-        raise ExperimentError("a run is named twice")
-    found = []
-    for doc, name in zip(docs[1:], names[1:]):
-        if doc["conditions"] != first["conditions"]:
-            raise ExperimentError(f"{name}: not the conditions of {names[0]}")
-        found += [f"{name}: {d}" for d in differences(doc, first)]
-    if found and not allow_different:
-        raise ExperimentError(f"runs measured differently ({'; '.join(found)}); "
-                              "--allow-different pools them anyway")
-    boots, missing = ([dict(b, dir=f"{pathlib.Path(name).name}/{b['dir']}")
-                       for doc, name in zip(docs, names) for b in doc.get(key) or []]
-                      for key in ("boots", "missing"))
-    return dict(first, boots=boots, missing=missing, seed=[d["seed"] for d in docs],
-                differences=found)
-
-
 def boot_rates(doc):
     """Lines of every counting gcc49 boot, in the order they ran: round,
     slot, failures per million calls and calls per guest second (how fast
     the host let the guest run), for looking at order and host load."""
     lines = [f"{'boot':<40} {'round.slot':>10} {'failures':>8} {'per 1M calls':>12} "
              f"{'calls/s':>8}"]
-    for b in doc["boots"]:
-        c = next(c for c in doc["conditions"] if c["name"] == b["condition"])
-        if c["kind"] == "counting" and c["window"] == "gcc49" and not c["singlestep"]:
-            lines.append(f"{b['dir']:<40} {b['round']:>7}.{b['slot']:<2} "
-                         f"{b['failures_total']:>8} "
-                         f"{b['failures_total'] / b['calls'] * PER:>12.2f} "
-                         f"{b['calls'] / b['guest_seconds']:>8.0f}")
+    for b in doc.boots:
+        c = next(c for c in doc.conditions if c.name == b.condition)
+        if c.kind == "counting" and c.window == "gcc49" and not c.singlestep:
+            lines.append(f"{b.dir:<40} {b.round:>7}.{b.slot:<2} "
+                         f"{b.failures_total:>8} "
+                         f"{b.failures_total / b.calls * PER:>12.2f} "
+                         f"{b.calls / b.guest_seconds:>8.0f}")
     return lines
-
-
-def recorded_dirs(doc):
-    """log.bin of every recorded boot, relative to the experiment's directory,
-    in the experiment's order of conditions."""
-    return [f"{b['dir']}/log.bin" for c in _cond(doc, kind="recorded")
-            for b in boots_of(doc, c["name"])]
-
-
-def boots_of(doc, name):
-    """A condition's boots, in the order they ran."""
-    return [b for b in doc["boots"] if b["condition"] == name]
-
-
-def counts(doc, name):
-    """[(failures, calls)] of a condition's boots: what verdict.py pools."""
-    return [(b["failures_total"], b["calls"]) for b in boots_of(doc, name)]
 
 
 def is_control(c):
     """The block-boundary controls: gcc49-exact on the host clock, where
     only -singlestep lets an interrupt land in its window."""
-    return c["window"] == "gcc49-exact" and c.get("clock", "host") == "host"
-
-
-def _cond(doc, **want):
-    return [c for c in doc["conditions"]
-            if all(c.get(k) == v for k, v in want.items())]
+    return c.window == "gcc49-exact" and c.clock == "host"
 
 
 def _ci(lo, hi):
@@ -167,18 +78,18 @@ def spread(doc):
     condition, with the design's blocks as terms (blocks()).  A comparison
     uses its own conditions' spread (comparison_spread); this one serves
     where those have no degree of freedom, and plans the next run."""
-    return conditions_spread(doc, [c for c in doc["conditions"] if c["kind"] in REPLICATED])
+    return conditions_spread(doc, [c for c in doc.conditions if c.kind in REPLICATED])
 
 
 def conditions_spread(doc, conds):
     """The dispersion of the boots of conds about their own rates, within
     the design's blocks where two conditions with failures share them
     (one alone would spend a degree of freedom a block on nothing)."""
-    failing = [c for c in conds if sum(k for k, _ in counts(doc, c["name"]))]
+    failing = [c for c in conds if sum(k for k, _ in doc.counts(c.name))]
     if len(failing) < 2:
-        return verdict.fit(*[counts(doc, c["name"]) for c in conds])
-    return verdict.fit_blocked([counts(doc, c["name"]) for c in conds],
-                               [blocks(doc, c["name"]) for c in conds])
+        return verdict.fit(*[doc.counts(c.name) for c in conds])
+    return verdict.fit_blocked([doc.counts(c.name) for c in conds],
+                               [blocks(doc, c.name) for c in conds])
 
 
 def comparison_spread(doc, conds):
@@ -201,11 +112,11 @@ def condition_spreads(doc):
     a failure: its boots about its own rate, no blocks (a phase seed's
     effect stays in; it is what moves a condition's level from run to run)."""
     out = {}
-    for c in doc["conditions"]:
-        if c["kind"] in REPLICATED:
-            f = verdict.fit(counts(doc, c["name"]))
+    for c in doc.conditions:
+        if c.kind in REPLICATED:
+            f = verdict.fit(doc.counts(c.name))
             if f.df:
-                out[c["name"]] = f
+                out[c.name] = f
     return out
 
 
@@ -231,17 +142,14 @@ def dispersion_from(run_dir):
     """(phi, df, what): the spread of a previous run's replicated boots, for
     a new run to plan on (analysis/planning.py); ValueError, one line, when
     the run cannot give one."""
-    path = run_dir / "experiment.json"
     try:
-        doc = json.loads(path.read_text())
-        icount = doc["settings"]["clock"] == "icount"
-        fit = spread(doc)
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read it ({e.strerror})")
-    except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}: not an experiment record ({e!r})")
-    if not icount:
+        doc = documents.load(run_dir)
+    except documents.ExperimentError as e:
+        raise ValueError(str(e)) from None
+    path = run_dir / "experiment.json"
+    if doc.settings.clock != "icount":
         raise ValueError(f"{path}: not an icount run; its spread says nothing of icount boots")
+    fit = spread(doc)
     if not fit.df:
         raise ValueError(f"{path}: no condition has two boots, so no spread to plan on")
     return fit.phi, fit.df, f"the spread of run {run_dir.resolve().name}"
@@ -253,15 +161,15 @@ def blocks(doc, name):
     block (rounds interleave the conditions, so whatever drifts over a
     run's time, host load among it, is shared within one)."""
     paired = _paired(doc)
-    return [("seed", b["phase_seed"]) if paired else ("round", b["round"])
-            for b in boots_of(doc, name)]
+    return [("seed", b.phase_seed) if paired else ("round", b.round)
+            for b in doc.boots_of(name)]
 
 
 def _paired(doc):
     """Whether every replicated boot has a phase seed (icount runs)."""
-    kind = {c["name"]: c["kind"] for c in doc["conditions"]}
-    return all(b.get("phase_seed") is not None for b in doc["boots"]
-               if kind[b["condition"]] in REPLICATED)
+    kind = {c.name: c.kind for c in doc.conditions}
+    return all(b.phase_seed is not None for b in doc.boots
+               if kind[b.condition] in REPLICATED)
 
 
 # Condition kinds whose boots are replicates: their spread is the dispersion
@@ -272,28 +180,28 @@ REPLICATED = ("counting", "dose", "control", "aa")
 def plan_line(doc):
     """The plan the run fixed before its first counting boot, and whether
     every condition got the boots it was planned."""
-    s = doc["settings"]
-    plan = s.get("plan")
+    s = doc.settings
+    plan = s.plan
     if not plan:
         return "no plan recorded (a run from before plans were fixed in advance)"
-    missing = doc.get("missing") or []
-    lost = {name: sum(m["condition"] == name for m in missing) for name in plan}
-    short = [f"{name} {len(boots_of(doc, name))} of {n}" for name, n in plan.items()
-             if n is not None and len(boots_of(doc, name)) + lost[name] < n]
-    aa = [n for c in _cond(doc, kind="aa") if (n := plan.get(c["name"]))]
-    text = (f"the plan, fixed before the first counting boot: {s['boots']} boots a "
+    missing = doc.missing
+    lost = {name: sum(m.condition == name for m in missing) for name in plan}
+    short = [f"{name} {len(doc.boots_of(name))} of {n}" for name, n in plan.items()
+             if n is not None and len(doc.boots_of(name)) + lost[name] < n]
+    aa = [n for c in doc.select(kind="aa") if (n := plan.get(c.name))]
+    text = (f"the plan, fixed before the first counting boot: {s.boots} boots a "
             f"counting condition" + (f", {aa[0]} a flavour for the A/A comparison"
                                      if aa else ""))
-    if s.get("plan_comparisons"):
+    if s.plan_comparisons:
         text += (f" (predicted from a pilot the verdicts leave out, at "
-                 f"dispersion {planning.dispersion_text(**s['plan_dispersion'])}: "
-                 + "; ".join(planning.describe(c) for c in s["plan_comparisons"]) + ")")
-    again = s.get("plan_reestimated")
-    if s.get("plan_power_range"):
+                 f"dispersion {planning.dispersion_text(**s.plan_dispersion)}: "
+                 + "; ".join(planning.describe(c) for c in s.plan_comparisons) + ")")
+    again = s.plan_reestimated
+    if s.plan_power_range:
         first = again["before"] if again else (aa[0] if aa else 0)
         text += ("; the A/A's power if the spread is wider: "
-                 + planning.describe_range(s["plan_power_range"], first,
-                                           s.get("max_aa_boots")))
+                 + planning.describe_range(s.plan_power_range, first,
+                                           s.max_aa_boots))
     if again:
         text += (f"; re-estimated blind at {again['at']} boots a flavour (the flavours "
                  f"lumped: dispersion {again['phi']:.2f}), {again['before']} -> "
@@ -301,9 +209,9 @@ def plan_line(doc):
     if missing:
         text += (f"; {len(missing)} boot{'s' if len(missing) != 1 else ''} lost on every "
                  "attempt, missing from the verdicts: "
-                 + ", ".join(f"{m['dir']} ({m['attempts']} attempts: {m['reason']})"
+                 + ", ".join(f"{m.dir} ({m.attempts} attempts: {m.reason})"
                              for m in missing))
-    got = [c for c in s.get("plan_comparisons") or [] if c.get("got")]
+    got = [c for c in s.plan_comparisons or [] if c.get("got")]
     if got:
         text += ("; the power with the boots the run got: "
                  + "; ".join(f"{c['what']} {c['got']['power'] * 100:.0f}% at "
@@ -356,38 +264,38 @@ def model_rows(doc):
     prediction's own error, allowed for as if the ticks were a Poisson
     count (they are periodic on icount, so this overstates it; it is 0.6%
     of a 30 s boot's prediction: the spread of the failures dominates)."""
-    shift = doc["settings"].get("shift")
-    loop = doc["settings"].get("loop_instructions") or model.LOOP_INSNS
+    shift = doc.settings.shift
+    loop = doc.settings.loop_instructions or model.LOOP_INSNS
     own = condition_spreads(doc)
-    pooled = verdict.fit(*[counts(doc, c["name"]) for c in doc["conditions"]
-                           if c["kind"] in REPLICATED])
+    pooled = verdict.fit(*[doc.counts(c.name) for c in doc.conditions
+                           if c.kind in REPLICATED])
     rows = []
-    for c in doc["conditions"]:
-        boots = [b for b in boots_of(doc, c["name"])
-                 if b.get("interrupts") and (b.get("clock") or {}).get("kind") == "icount"]
-        if not boots or c["kind"] in ("recorded", "rate", "pilot"):
+    for c in doc.conditions:
+        boots = [b for b in doc.boots_of(c.name)
+                 if b.interrupts and (b.clock or {}).get("kind") == "icount"]
+        if not boots or c.kind in ("recorded", "rate", "pilot"):
             continue
-        shift_c = boots[0]["clock"]["shift"] if shift is None else shift
-        each = [b["calls"] * model.per_call(c["window"], c["width"], b["interrupts"], shift_c,
+        shift_c = boots[0].clock["shift"] if shift is None else shift
+        each = [b.calls * model.per_call(c.window, c.width, b.interrupts, shift_c,
                                             loop) for b in boots]
         predicted = sum(each)
-        measured = sum(b["failures_total"] for b in boots)
-        block = blocks(doc, c["name"])
-        task = [(b["interrupts"]["task_seconds"], model.rates(b["interrupts"])) for b in boots]
+        measured = sum(b.failures_total for b in boots)
+        block = blocks(doc, c.name)
+        task = [(b.interrupts["task_seconds"], model.rates(b.interrupts)) for b in boots]
         seconds = sum(t for t, _ in task)
-        timer = sum(b["interrupts"]["timer"] for b in boots)
-        fit = own.get(c["name"]) or pooled
+        timer = sum(b.interrupts["timer"] for b in boots)
+        fit = own.get(c.name) or pooled
         ratio, ci = model.ratio_to_model(measured, predicted, fit.scale(), fit.level(0.95),
                                          1 / timer if timer else 0.0)
-        rows.append({"condition": c["name"], "window": c["window"], "width": c["width"],
-                     "W": model.fatal_boundaries(c["window"], c["width"], loop),
+        rows.append({"condition": c.name, "window": c.window, "width": c.width,
+                     "W": model.fatal_boundaries(c.window, c.width, loop),
                      "shift": shift_c,
                      "timer_per_s": sum(t * r[0] for t, r in task) / seconds,
                      "device_per_s": sum(t * r[1] for t, r in task) / seconds,
-                     "calls": sum(b["calls"] for b in boots), "timer": timer,
+                     "calls": sum(b.calls for b in boots), "timer": timer,
                      "predicted": predicted, "measured": measured,
                      "ratio": ratio, "ratio_ci": ci,
-                     "boots": [(block[i], b["failures_total"], each[i])
+                     "boots": [(block[i], b.failures_total, each[i])
                                for i, b in enumerate(boots)]})
     return rows
 
@@ -469,11 +377,11 @@ def model_table(rows):
 def hardware_table(doc):
     """The model extrapolated to a Cortex-A72 (model.HARDWARE), with the
     failures a flavour that this experiment's A/A plan would need."""
-    s = doc["settings"]
-    need = verdict.aa_failures(s.get("margin", 0.10), s.get("power", 0.95))
+    s = doc.settings
+    need = verdict.aa_failures(s.margin, s.power)
     out = [["load (assumed checksum calls/s)", "interrupts/s", "mean time between failures",
-            f"time to {need:,} failures (+-{s.get('margin', 0.10) * 100:.0f}% at "
-            f"{s.get('power', 0.95) * 100:.0f}% power)"]]
+            f"time to {need:,} failures (+-{s.margin * 100:.0f}% at "
+            f"{s.power * 100:.0f}% power)"]]
     for what, lam, mtbf, decide in model.hardware_rows(need):
         out.append([what, str(lam), model.duration(mtbf), model.duration(decide)])
     return out
@@ -505,21 +413,21 @@ def conditions(doc):
     condition's own dispersion, the pooled one where it has none."""
     rows = []
     pooled, own = spread(doc), condition_spreads(doc)
-    for c in doc["conditions"]:
-        boots = boots_of(doc, c["name"])
-        r = verdict.rate(counts(doc, c["name"]), spread=own.get(c["name"], pooled))
+    for c in doc.conditions:
+        boots = doc.boots_of(c.name)
+        r = verdict.rate(doc.counts(c.name), spread=own.get(c.name, pooled))
         kinds = {}
         for b in boots:
-            for k, n in b["failures"].items():
+            for k, n in b.failures.items():
                 if n:
                     kinds[k] = kinds.get(k, 0) + n
-        minutes = sum(b["guest_seconds"] for b in boots) / 60
-        rows.append({"condition": c["name"], "kind": c["kind"], "boots": len(boots),
+        minutes = sum(b.guest_seconds for b in boots) / 60
+        rows.append({"condition": c.name, "kind": c.kind, "boots": len(boots),
                      "failures": r.failures, "by_kind": kinds, "calls": r.exposure,
                      "per_million": r.rate * PER if boots else None,
                      "ci": (r.lo * PER, r.hi * PER), "phi": r.phi,
                      "per_minute": r.failures / minutes if minutes else None,
-                     "per_boot": [b["failures_total"] for b in boots]})
+                     "per_boot": [b.failures_total for b in boots]})
     return rows
 
 
@@ -543,25 +451,25 @@ def recorded(doc, runs):
     """Decomposition rows of the recorded boots: runs maps a boot's
     directory name to its (log, correlation)."""
     rows = []
-    for c in _cond(doc, kind="recorded"):
-        for b in boots_of(doc, c["name"]):
-            if b["dir"] not in runs:
+    for c in doc.select(kind="recorded"):
+        for b in doc.boots_of(c.name):
+            if b.dir not in runs:
                 continue
-            log, corr = runs[b["dir"]]
-            calls = b["calls"]
+            log, corr = runs[b.dir]
+            calls = b.calls
             hit_calls, arrivals = corr.window_totals()
             if hit_calls is None:
                 # A cut flight log: only its trailer counted every window
                 # arrival, so this boot cannot say how many there were.
                 continue
-            fails = b["failures_total"]
+            fails = b.failures_total
             logged = len(corr.failures)
             timing = poisson_ci(hit_calls)
             mech = binom_ci(min(fails, hit_calls), hit_calls) if hit_calls else None
             a = corr.arrivals
             emulated = a.func == GCC49_FUNC
-            rows.append({"boot": b["dir"], "condition": c["name"],
-                         "window": c["window"], "singlestep": c["singlestep"],
+            rows.append({"boot": b.dir, "condition": c.name,
+                         "window": c.window, "singlestep": c.singlestep,
                          "control": is_control(c),
                          "calls": calls,
                          "window_calls": hit_calls, "window_arrivals": arrivals,
@@ -578,7 +486,7 @@ def recorded(doc, runs):
                          # Instructions of the emulated code that arrivals
                          # landed before: only block starts, unless -singlestep.
                          "gcc49_offsets": sorted({int(o) for o in a.offset[emulated]}),
-                         "failures_by_kind": {k: n for k, n in b["failures"].items() if n},
+                         "failures_by_kind": {k: n for k, n in b.failures.items() if n},
                          "attributed": corr.attributed(),
                          "mechanism": fails / hit_calls if hit_calls else None,
                          "mechanism_ci": mech,
@@ -645,7 +553,7 @@ def _fit_line(points):
 def _point(doc, name, x, phi):
     """(x, failures per 1M calls, its variance, failures, calls) of a
     condition's pooled boots."""
-    k, n = verdict.pooled(counts(doc, name))
+    k, n = verdict.pooled(doc.counts(name))
     return (x, k / n * PER, phi * max(k, 1) / n ** 2 * PER ** 2, k, n)
 
 
@@ -667,25 +575,25 @@ def dose(doc, which="width"):
     second).  None without two points."""
     phi = spread(doc).scale()
     if which == "width":
-        sweep = _cond(doc, kind="dose")
+        sweep = doc.select(kind="dose")
         if not sweep:
             return None
-        flavour = sweep[0]["flavour"]
-        points = [_point(doc, c["name"], c["width"], phi)
-                  for c in _cond(doc, flavour=flavour, window="gcc49", singlestep=False)
-                  if c["kind"] in ("counting", "dose", "control")
-                  and boots_of(doc, c["name"])]
+        flavour = sweep[0].flavour
+        points = [_point(doc, c.name, c.width, phi)
+                  for c in doc.select(flavour=flavour, window="gcc49", singlestep=False)
+                  if c.kind in ("counting", "dose", "control")
+                  and doc.boots_of(c.name)]
     else:
-        sweep = [c for c in _cond(doc, kind="rate") if boots_of(doc, c["name"])]
+        sweep = [c for c in doc.select(kind="rate") if doc.boots_of(c.name)]
         if not sweep:
             return None
-        flavour = sweep[0]["flavour"]
+        flavour = sweep[0].flavour
         points = []
         for c in sweep:
-            boots = boots_of(doc, c["name"])
-            seconds = sum(b["guest_seconds"] for b in boots)
-            x = sum(b["arrivals_per_s"] * b["guest_seconds"] for b in boots) / seconds
-            points.append(_point(doc, c["name"], x / 1000, phi))
+            boots = doc.boots_of(c.name)
+            seconds = sum(b.guest_seconds for b in boots)
+            x = sum(b.arrivals_per_s * b.guest_seconds for b in boots) / seconds
+            points.append(_point(doc, c.name, x / 1000, phi))
     if len(points) < 2:
         return None
     fit = _fit_line(points)
@@ -743,49 +651,49 @@ def comparisons(doc, rows):
     (comparison_spread): [{key, label, verdict, expect}], expect the
     model's ratio where the model predicts one (the positive control),
     from rows, the experiment's model_rows."""
-    margin = doc["settings"]["margin"]
-    window = doc["settings"].get("window", "gcc49")
+    margin = doc.settings.margin
+    window = doc.settings.window
     out = []
 
     def pooled_over(conds):
-        return [x for c in conds for x in counts(doc, c["name"])]
+        return [x for c in conds for x in doc.counts(c.name)]
 
     def compare(a, b, names):
         return verdict.compare(pooled_over(a), pooled_over(b), margin, names=names,
                                spread=comparison_spread(doc, a + b))
 
-    primary = _cond(doc, kind="counting", window=window, singlestep=False)
-    off = _cond(doc, kind="counting", window="off")
+    primary = doc.select(kind="counting", window=window, singlestep=False)
+    off = doc.select(kind="counting", window="off")
     if pooled_over(primary) and pooled_over(off):
         out.append({"key": "window", "label": f"{window}/off",
                     "verdict": compare(primary, off, (window, "off")), "expect": None})
     predicted = {r["condition"]: r for r in rows}
-    for c in _cond(doc, kind="control"):
-        ref = next((p for p in primary if p["flavour"] == c["flavour"]), None)
+    for c in doc.select(kind="control"):
+        ref = next((p for p in primary if p.flavour == c.flavour), None)
         if not (ref and pooled_over([c]) and pooled_over([ref])):
             continue
-        pa, pb = predicted.get(c["name"]), predicted.get(ref["name"])
+        pa, pb = predicted.get(c.name), predicted.get(ref.name)
         want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"]) \
             if pa and pb and pb["predicted"] > 0 else None
-        out.append({"key": "control", "label": f"width {c['width']}/{window}",
-                    "verdict": compare([c], [ref], (f"width {c['width']}", window)),
+        out.append({"key": "control", "label": f"width {c.width}/{window}",
+                    "verdict": compare([c], [ref], (f"width {c.width}", window)),
                     "expect": want})
-    aa = _cond(doc, kind="aa")
+    aa = doc.select(kind="aa")
     flav = aa if len(aa) == 2 else primary
     if len(flav) == 2:
         first, second = flav
         if pooled_over([second]) and pooled_over([first]):
-            names = (second["flavour"], first["flavour"])
+            names = (second.flavour, first.flavour)
             out.append({"key": "flavour", "label": "/".join(names) +
-                        (f" at width {first['width']}" if aa else ""), "aa": bool(aa),
-                        "width": first["width"],
+                        (f" at width {first.width}" if aa else ""), "aa": bool(aa),
+                        "width": first.width,
                         "verdict": compare([second], [first], names), "expect": None})
     return out
 
 
 def decisions(doc, rec, doses):
     """The verdict lines, most important first; doses are dose() fits."""
-    window = doc["settings"].get("window", "gcc49")
+    window = doc.settings.window
     out = []
     rows = model_rows(doc)
     for c in comparisons(doc, rows):

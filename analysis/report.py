@@ -152,36 +152,36 @@ def write_experiment(outdir, doc, runs):
     rec = experiment.recorded(doc, by_dir)
     doses = [d for d in (experiment.dose(doc, w) for w in experiment.DOSES) if d]
     lines = experiment.decisions(doc, rec, doses)
-    seed = doc["seed"]
-    s = doc["settings"]
-    if s.get("clock") == "icount":
-        clock = (f"on the icount clock (-icount shift={s['shift']}, "
-                 f"{2 ** s['shift']} ns an instruction, 1 CPU, a phase seed a boot)")
+    seed = doc.seed
+    s = doc.settings
+    if s.clock == "icount":
+        clock = (f"on the icount clock (-icount shift={s.shift}, "
+                 f"{2 ** s.shift} ns an instruction, 1 CPU, a phase seed a boot)")
     else:
-        clock = f"on the host clock, {s['smp']} CPUs"
+        clock = f"on the host clock, {s.smp} CPUs"
     clock += f"; {experiment.plan_line(doc)}"
-    design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
-              f"(recorded: {s['record_seconds']} s, sampler {s['sample_hz']} Hz), "
-              f"{s['workload']}, {clock}; conditions interleaved in rounds "
+    design = (f"{len(doc.boots)} boots of {s.boot_seconds} guest seconds "
+              f"(recorded: {s.record_seconds} s, sampler {s.sample_hz} Hz), "
+              f"{s.workload}, {clock}; conditions interleaved in rounds "
               f"shuffled with seed {seed}; equivalence margin "
-              f"+-{s['margin'] * 100:.0f}%; the verdicts treat the boot as the unit: "
+              f"+-{s.margin * 100:.0f}%; the verdicts treat the boot as the unit: "
               f"{_spread_text(experiment.spread(doc))}.")
-    if s.get("windows"):
+    if s.windows:
         design += (" Recorded boots watch the windows stackscan found in their own kernel "
                    "(stackscan --windows-out, chkwin --windows; no built-in window names): "
                    + "; ".join(f"{f}: {', '.join(names) or 'none'}"
-                               for f, names in sorted(s["windows"].items())) + ".")
+                               for f, names in sorted(s.windows.items())) + ".")
     ctable = experiment.condition_table(rows)
     rtable = experiment.recorded_table(rec)
     btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [
-        [f"{b['round']}.{b['slot']}", b["dir"], str(b["failures_total"]),
-         f"{b['calls']:,}", f"{b['wall_seconds']:.0f}"] for b in doc["boots"]]
+        [f"{b.round}.{b.slot}", b.dir, str(b.failures_total),
+         f"{b.calls:,}", f"{b.wall_seconds:.0f}"] for b in doc.boots]
     h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>"]
     md = ["# chkwin experiment", "", "## Decision", ""]
     mrows = experiment.model_rows(doc)
     found = experiment.comparisons(doc, mrows)
     if found:
-        verdictplots.forest(found, s["margin"], outdir / "comparisons.png")
+        verdictplots.forest(found, s.margin, outdir / "comparisons.png")
         h.append(_img(outdir / "comparisons.png"))
         md += ["![every comparison against 1 and the margin](comparisons.png)", ""]
     check = experiment.model_fit(mrows)
@@ -218,7 +218,7 @@ def write_experiment(outdir, doc, runs):
     if rec:
         h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
         md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]
-    walked = walks.of_boots(outdir, doc["boots"])
+    walked = walks.of_boots(outdir, [b.dir for b in doc.boots])
     if walked:
         n, explained, in_window = walks.totals(walked)
         note = (f"Attribution by {walks.SOURCE}: {explained} of {n} failures explained, "

@@ -29,13 +29,14 @@ def latest(run):
     return (every or docs or [None])[-1]
 
 
-def of_boots(top, boots):
-    """[(boot dir, walk doc)] of the boots that were walked, in run order."""
+def of_boots(top, dirs):
+    """[(boot dir, walk doc)] of the boots that were walked, of dirs (the
+    boots' directories in top, in run order)."""
     out = []
-    for b in boots:
-        doc = latest(pathlib.Path(top) / b["dir"])
+    for d in dirs:
+        doc = latest(pathlib.Path(top) / d)
         if doc is not None:
-            out.append((b["dir"], doc))
+            out.append((d, doc))
     return out
 
 

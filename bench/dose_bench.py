@@ -7,7 +7,6 @@ wall time of the sweep.  It runs the sweep `make dose` runs
 analysis/experiment.py."""
 
 import argparse
-import json
 import pathlib
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
+from analysis import documents
 from analysis import experiment
 
 
@@ -43,7 +43,7 @@ def main():
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             sys.exit(f"dose_bench: error: the sweep failed: {last}")
-        doc = json.loads((pathlib.Path(tmp) / "latest" / "experiment.json").read_text())
+        doc = documents.load(pathlib.Path(tmp) / "latest")
     rows = []
     for r in experiment.conditions(doc):
         if r["boots"]:

@@ -7,6 +7,7 @@ import pytest
 
 from tests.kernels import PY, REPO
 
+from analysis import documents
 from analysis import experiment
 from analysis import planning
 
@@ -31,7 +32,9 @@ def doc(boots, conditions, **settings):
          "margin": 0.25, "budget_minutes": 14, "dose_boots": 2,
          "smp": 2, "mem": 1024, "sample_hz": 0, "workload": "inode-load"}
     s.update(settings)
-    return {"seed": 7, "conditions": conditions, "boots": boots, "settings": s}
+    return documents.ExperimentDoc.from_json({"version": documents.VERSION, "seed": 7,
+                                              "conditions": conditions, "boots": boots,
+                                              "settings": s})
 
 
 CONDS = [cond("unpatched-gcc49", "unpatched", "gcc49", "counting"),
@@ -111,7 +114,7 @@ def test_rate_dose_uses_the_measured_arrival_rate():
     """Rate conditions: x is the boots' measured arrivals per second (in
     thousands), weighted by guest seconds, not the sampler setting."""
     conds = CONDS[:2]
-    boots = balanced([10, 10], [10, 10])[:4]
+    boots = [b for b in balanced([10, 10], [10, 10]) if b["condition"] == "unpatched-gcc49"]
     for hz, per_s in ((0, 2000), (10000, 12000), (40000, 42000)):
         name = f"unpatched-gcc49-F{hz}"
         conds.append(dict(cond(name, "unpatched", "gcc49", "rate"), sample_hz=hz))
@@ -131,8 +134,8 @@ def test_rate_dose_uses_the_measured_arrival_rate():
 
 def test_report_leads_with_the_decision_and_escapes(tmp_path):
     d = doc(balanced([5, 3, 4, 6], [4, 6, 5, 3]), CONDS)
-    d["boots"][0]["dir"] = "<script>x</script>[a](javascript:1)"
-    (tmp_path / "experiment.json").write_text(json.dumps(d))
+    d.boots[0].dir = "<script>x</script>[a](javascript:1)"
+    (tmp_path / "experiment.json").write_text(json.dumps(d.to_json()))
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -156,12 +159,24 @@ def test_a_damaged_experiment_record_is_one_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and "not an experiment record" in proc.stderr
 
 
+def test_a_record_of_another_version_is_one_line(tmp_path):
+    """experiment.json carries its version: a record without one, or of
+    another, is refused in one line that says which."""
+    d = doc(balanced([5, 3], [4, 6]), CONDS).to_json()
+    for version, why in ((None, "a record of no version"), (2, "a record of version 2")):
+        (tmp_path / "experiment.json").write_text(json.dumps(dict(d, version=version)))
+        proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
+                               str(tmp_path)], capture_output=True, text=True)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert why in proc.stderr and "reads version 1" in proc.stderr, proc.stderr
+
+
 def test_pool_adds_the_boots_of_several_runs(tmp_path):
     runs = []
     for n, boots in enumerate((balanced([5, 3], [4, 6]), balanced([30, 28], [29, 31]))):
         top = tmp_path / f"run{n}"
         top.mkdir()
-        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS)))
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS).to_json()))
         runs.append(str(top))
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool", *runs],
                           capture_output=True, text=True)
@@ -176,7 +191,7 @@ def test_pool_adds_the_boots_of_several_runs(tmp_path):
     other = doc([b for b in balanced([5], [4]) if b["condition"].startswith("un")],
                 CONDS[:2])
     (tmp_path / "run2").mkdir()
-    (tmp_path / "run2" / "experiment.json").write_text(json.dumps(other))
+    (tmp_path / "run2" / "experiment.json").write_text(json.dumps(other.to_json()))
     mixed = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
                             runs[0], str(tmp_path / "run2")], capture_output=True, text=True)
     assert mixed.returncode == 1 and "not the conditions of" in mixed.stderr
@@ -193,7 +208,7 @@ def test_pool_refuses_runs_measured_differently_unless_told(tmp_path):
                      for b in boots]
         top = tmp_path / f"run{n}"
         top.mkdir()
-        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS, **settings)))
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS, **settings).to_json()))
         runs.append(str(top))
 
     def pool(*which, allow=False):
@@ -288,15 +303,15 @@ def test_the_plan_line_names_lost_boots_and_the_power_left():
                                "got": {"boots": 1, "planned": 2, "power": 0.0}}],
             plan_dispersion={"phi": 1.0, "df": 1, "estimate": 0.5, "conf": 0.8,
                              "source": "the pilot's boots, flavours lumped"})
-    d["missing"] = [lost]
+    d.missing = [documents.Missing.from_json(lost)]
     line = experiment.plan_line(d)
     assert "the budget cut it short" not in line and "every condition got" not in line
     assert "1 boot lost on every attempt, missing from the verdicts: patched-gcc49-2 " \
         "(3 attempts: CANCELLED, exit 0:15)" in line, line
     assert line.endswith("the power with the boots the run got: patched/unpatched 0% at "
                          "1 of 2 boots a condition (planned 80% at 2)"), line
-    pooled = experiment.pool([d, d], ["runs/a", "runs/b"], allow_different=True)
-    assert [m["dir"] for m in pooled["missing"]] == ["a/patched-gcc49-2", "b/patched-gcc49-2"]
+    pooled, _ = documents.pool([d, d], ["runs/a", "runs/b"], allow_different=True)
+    assert [m.dir for m in pooled.missing] == ["a/patched-gcc49-2", "b/patched-gcc49-2"]
 
 
 def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
@@ -305,14 +320,14 @@ def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
     wide = doc(balanced([10, 40, 100, 25], [11, 80, 30, 24]), CONDS, clock="icount")
     run = tmp_path / "20261205-101010"
     run.mkdir()
-    (run / "experiment.json").write_text(json.dumps(wide))
+    (run / "experiment.json").write_text(json.dumps(wide.to_json()))
     phi, df, source = experiment.dispersion_from(run)
     assert phi == pytest.approx(experiment.spread(wide).phi) and phi > 5 and df == 3
     assert planning.dispersion_text(phi, df, source) == \
         f"{phi:.2f} (the spread of run 20261205-101010, on 3 df)"
     assert planning.dispersion_text(0.8, 3, source).startswith("1, at least Poisson")
     one = doc(balanced([10], [11]), CONDS, clock="icount")
-    (run / "experiment.json").write_text(json.dumps(one))
+    (run / "experiment.json").write_text(json.dumps(one.to_json()))
     with pytest.raises(ValueError, match="no condition has two boots"):
         experiment.dispersion_from(run)
 
@@ -472,6 +487,5 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
     assert "beyond 40 (--max-aa-boots) the run stops at the cap" in line, line
     assert "re-estimated blind at 5 boots a flavour (the flavours lumped: dispersion " \
         "3.20), 9 -> 12 boots a flavour" in line, line
-    none = dict(d["settings"]["plan_dispersion"], estimate=None)
-    d["settings"]["plan_dispersion"] = none
+    d.settings.plan_dispersion = dict(d.settings.plan_dispersion, estimate=None)
     assert "gave no spread to bound" in experiment.plan_line(d)

@@ -82,6 +82,7 @@ import time
 from guest.host.cachedir import die
 from analysis import calibration
 from analysis import design
+from analysis import documents
 from analysis import experiment
 from analysis import model
 from analysis import planning
@@ -113,6 +114,23 @@ def plan(args):
     """The conditions, in a fixed order (the report's order)."""
     return design.conditions(args.flavours, args.clock, args.aa_width,
                              bool(args.record_seconds), args.controls, args.widths, args.rates)
+
+
+def settings(args, engine):
+    """The record's settings as the run starts: the flags, and the plan's
+    dispersion as --plan-from gave it (the plan fills in the rest)."""
+    a = args
+    return documents.Settings(
+        engine=engine.name, engine_detail=engine.describe(), retries=a.retries,
+        clock=a.clock, shift=a.shift if a.clock == "icount" else None,
+        window=design.primary_window(a.clock), jobs=engine.slots, boots=a.boots,
+        aa_width=a.aa_width, power=a.power, max_aa_boots=a.max_aa_boots,
+        plan_dispersion={"phi": a.dispersion[0], "df": a.dispersion[1],
+                         "source": a.dispersion[2]},
+        loop_instructions=model.LOOP_INSNS, boot_seconds=a.boot_seconds, passes=a.passes,
+        singlestep_seconds=a.singlestep_seconds, record_seconds=a.record_seconds,
+        record=a.record, margin=a.margin, budget_minutes=a.budget, dose_boots=a.dose_boots,
+        rates=a.rates, smp=a.smp, mem=a.mem, sample_hz=a.sample_hz, workload=a.workload)
 
 
 def positive_list(text):
@@ -278,65 +296,47 @@ def parse_args(argv=None):
 
 
 class Experiment:
-    """The plan and every boot so far, saved after each boot."""
+    """The plan and every boot so far: the run's record (analysis/
+    documents.py), made once, updated as the plan is fixed and as each boot
+    finishes, and saved each time."""
 
     def __init__(self, top, args, engine, artifacts):
         self.top, self.args = top, args
         self.engine, self.artifacts = engine, artifacts
-        self.slots = engine.slots
         self.windows = {}       # flavour: a copy of the windows file its boots watch
-        self.conds = plan(args)
-        self.boots = []
-        self.missing = []           # boots lost on every attempt
         self.counted = False        # a counting round has been handed out
         self.started = time.monotonic()
-        self.aa_boots = None        # planned after the pilot
-        self.comparisons = None     # what the plan predicts, after the pilot
         self.pilot_fit = None       # the pilot's spread, flavours lumped
-        self.plan_dispersion = {"phi": args.dispersion[0], "df": args.dispersion[1],
-                                "source": args.dispersion[2]}
-        self.power_range = None     # the A/A plan's power over planning.DISPERSIONS
-        self.reestimated = None     # the blinded look at the A/A's midpoint
-        self.loop_insns = model.LOOP_INSNS
+        self.doc = documents.ExperimentDoc(seed=args.seed, conditions=plan(args), boots=[],
+                                           settings=settings(args, engine))
+        self.conds, self.boots = self.doc.conditions, self.doc.boots
+        self.missing = self.doc.missing     # boots lost on every attempt
+        self.settings = self.doc.settings
+        self.settings.plan = self.plan()
 
-    def doc(self):
-        """The experiment record (analysis/experiment.py reads it)."""
-        a = self.args
-        return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
-               "missing": self.missing,
-               "settings": {"engine": self.engine.name, "engine_detail": self.engine.describe(),
-                            "retries": a.retries, "clock": a.clock,
-                            "shift": a.shift if a.clock == "icount" else None,
-                            "window": design.primary_window(a.clock), "jobs": self.slots,
-                            "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
-                            "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
-                            "plan_dispersion": self.plan_dispersion,
-                            "plan_comparisons": self.comparisons,
-                            "plan_power_range": self.power_range,
-                            "plan_reestimated": self.reestimated,
-                            "loop_instructions": self.loop_insns,
-                            "boot_seconds": a.boot_seconds, "passes": a.passes,
-                            "singlestep_seconds": a.singlestep_seconds,
-                            "record_seconds": a.record_seconds, "record": a.record,
-                            "plan": self.plan(), "margin": a.margin,
-                            "budget_minutes": a.budget, "dose_boots": a.dose_boots,
-                            "rates": a.rates,
-                            "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
-                            "windows": {f: [w.name for w in windows.read(path)]
-                                        for f, path in self.windows.items()},
-                            "workload": a.workload}}
+    def watch(self, flavour, path):
+        """The boots of flavour watch the windows file at path."""
+        self.windows[flavour] = path
+        self.settings.windows[flavour] = [w.name for w in windows.read(path)]
+
+    def engine_checked(self):
+        """The engine's slots as its check found them."""
+        self.settings.jobs = self.engine.slots
+        self.settings.engine_detail = self.engine.describe()
+
+    def plan_aa(self, boots):
+        """The A/A boots a flavour, as planned or re-estimated."""
+        self.settings.aa_boots = boots
+        self.settings.plan = self.plan()
 
     def save(self):
         tmp = self.top / ".experiment.json.tmp"
-        tmp.write_text(json.dumps(self.doc(), indent=1) + "\n")
+        tmp.write_text(json.dumps(self.doc.to_json(), indent=1) + "\n")
         os.replace(tmp, self.top / "experiment.json")
-
-    def of(self, name):
-        return experiment.boots_of({"boots": self.boots}, name)
 
     def tried(self, c):
         """Boots of c run so far, the ones lost on every attempt included."""
-        return len(self.of(c["name"])) + sum(m["condition"] == c["name"] for m in self.missing)
+        return len(self.doc.boots_of(c.name)) + sum(m.condition == c.name for m in self.missing)
 
     def plan_from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
@@ -344,59 +344,59 @@ class Experiment:
         the flavours lumped (blind to their ratio), on the dispersion's
         upper bound; every comparison's failures a boot, as the model
         predicts them from the pilot, and its simulated power."""
-        pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
-        if self.comparisons is not None or not pilot_conds or \
+        pilot_conds = [c for c in self.conds if c.kind == "pilot"]
+        if self.settings.plan_comparisons is not None or not pilot_conds or \
                 any(self.tried(c) < planning.PILOT_BOOTS for c in pilot_conds):
             return
         a = self.args
-        pilot = [b for c in pilot_conds for b in self.of(c["name"])]
+        pilot = [b for c in pilot_conds for b in self.doc.boots_of(c.name)]
         if not pilot:
             die(f"every pilot boot was lost, so there is nothing to plan on; "
                 f"what was recorded is in {self.top}")
         phi, df, source = a.dispersion
         prior = verdict.Fit(phi, phi * df, df) if df else None
-        aa, self.pilot_fit = planning.plan_aa([(b["failures_total"], b["calls"]) for b in pilot],
+        aa, self.pilot_fit = planning.plan_aa([(b.failures_total, b.calls) for b in pilot],
                                               prior, a.margin, a.power, a.max_aa_boots)
         phi, measured = aa["phi"], aa["per_boot"]
-        self.plan_dispersion = {
+        self.settings.plan_dispersion = {
             "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
             "source": "the pilot's boots, flavours lumped" +
                       (f", and {source}" if prior else "")}
-        by_kind = {(c["kind"], c["window"]): c for c in self.conds
-                   if c["flavour"] == a.flavours[0]}
+        by_kind = {(c.kind, c.window): c for c in self.conds
+                   if c.flavour == a.flavours[0]}
 
         def predict(kind, window):
             return planning.predicted_per_boot(by_kind[kind, window], pilot, a.shift,
-                                               self.loop_insns)
+                                               self.settings.loop_instructions)
 
         window, off = predict("counting", "gcc49-exact"), 0.0
         control = predict("control", "gcc49")
-        names = [by_kind[k]["name"] for k in (("counting", "gcc49-exact"),
+        names = [by_kind[k].name for k in (("counting", "gcc49-exact"),
                                               ("counting", "off"), ("control", "gcc49"))]
         # (what, its conditions, failures a boot in a and b, boots, verdict, source)
         cases = [("gcc49-exact/off", names[:2], window, off, a.boots, "differs", "the model"),
                  ("width 1/gcc49-exact", [names[2], names[0]], control, window, a.boots,
                   "differs", "the model")]
         if len(a.flavours) == 2:
-            self.aa_boots = aa["boots"]
+            self.plan_aa(aa["boots"])
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
-                          [c["name"] for c in self.conds if c["kind"] == "aa"],
-                          measured, measured, self.aa_boots, "equivalent",
+                          [c.name for c in self.conds if c.kind == "aa"],
+                          measured, measured, self.settings.aa_boots, "equivalent",
                           "the pilot's, measured"))
-            self.power_range = [
+            self.settings.plan_power_range = [
                 {"phi": d, "needed": planning.needed(measured, d, a.margin, a.power),
-                 "power": calibration.power(measured, measured, self.aa_boots, d, a.margin,
+                 "power": calibration.power(measured, measured, self.settings.aa_boots, d, a.margin,
                                             a.seed)[1]}
                 for d in planning.DISPERSIONS]
         # The A/A's power at the bound it is planned on; the differences' at
         # the pilot's own estimate (floored at 1): a bound from 500 failures
         # a boot says little of spread at 16 to 50.
         point = planning.combine(self.pilot_fit, prior).scale()
-        self.comparisons = []
+        self.settings.plan_comparisons = []
         for what, conds, mean_a, mean_b, boots, want, source in cases:
             spread = phi if want == "equivalent" else point
             got = calibration.power(mean_a, mean_b, boots, spread, a.margin, a.seed)
-            self.comparisons.append({
+            self.settings.plan_comparisons.append({
                 "what": what, "conditions": conds, "boots": boots, "per_boot": [mean_a, mean_b],
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
                 "verdict": want, "phi": spread, "power": got[0] if want == "differs" else got[1]})
@@ -406,12 +406,12 @@ class Experiment:
         every attempt, or the budget): its power, as the plan computed it,
         at the boots it has; on icount, at the phase-seed pairs its
         conditions share (a pair needs two for a spread)."""
-        for p in self.comparisons or []:
-            conds = [c for c in self.conds if c["name"] in p["conditions"]]
+        for p in self.settings.plan_comparisons or []:
+            conds = [c for c in self.conds if c.name in p["conditions"]]
             planned = min(self.planned(c) for c in conds)
-            have = [self.of(c["name"]) for c in conds]
-            if all(b["phase_seed"] is not None for boots in have for b in boots):
-                got = len(set.intersection(*({b["phase_seed"] for b in boots}
+            have = [self.doc.boots_of(c.name) for c in conds]
+            if all(b.phase_seed is not None for boots in have for b in boots):
+                got = len(set.intersection(*({b.phase_seed for b in boots}
                                              for boots in have)))
             else:
                 got = min(map(len, have))
@@ -425,77 +425,79 @@ class Experiment:
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
         boots re-estimated blind (planning.reestimate)."""
-        aa = [c for c in self.conds if c["kind"] == "aa"]
-        if self.reestimated is not None or len(aa) != 2 or self.aa_boots is None:
+        aa = [c for c in self.conds if c.kind == "aa"]
+        s = self.settings
+        if s.plan_reestimated is not None or len(aa) != 2 or s.aa_boots is None:
             return
         a = self.args
-        doc = self.doc()
-        counts = [experiment.counts(doc, c["name"]) for c in aa]
-        blocks = [experiment.blocks(doc, c["name"]) for c in aa]
+        counts = [self.doc.counts(c.name) for c in aa]
+        blocks = [experiment.blocks(self.doc, c.name) for c in aa]
         # Boots lost at the midpoint: look with what there is.
-        reached = all(self.tried(c) >= planning.midpoint(self.aa_boots) for c in aa)
+        reached = all(self.tried(c) >= planning.midpoint(s.aa_boots) for c in aa)
         again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
-                              self.aa_boots, now=reached)
+                              s.aa_boots, now=reached)
         if again is None:
             return
-        self.reestimated, self.aa_boots = again, again["boots"]
+        s.plan_reestimated = again
+        self.plan_aa(again["boots"])
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
         print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
               f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
-              f"{before} -> {self.aa_boots} boots a flavour", flush=True)
+              f"{before} -> {s.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
         """Boots condition c gets; None while the pilot has yet to say."""
-        if c["kind"] == "pilot":
+        if c.kind == "pilot":
             return planning.PILOT_BOOTS
-        if c["kind"] == "recorded" or c["singlestep"]:
+        if c.kind == "recorded" or c.singlestep:
             return 1
-        if c["kind"] in ("dose", "rate"):
+        if c.kind in ("dose", "rate"):
             return self.args.dose_boots
-        if c["kind"] == "aa":
-            return self.aa_boots
+        if c.kind == "aa":
+            return self.settings.aa_boots
         return self.args.boots
 
     def fixed(self):
         """Whether the plan is whole: every condition's boots known, and
         the pilot's predictions made where there is a pilot."""
-        pilot = any(c["kind"] == "pilot" for c in self.conds)
+        pilot = any(c.kind == "pilot" for c in self.conds)
         return all(self.planned(c) is not None for c in self.conds) and \
-            (self.comparisons is not None or not pilot)
+            (self.settings.plan_comparisons is not None or not pilot)
 
     def plan(self):
         """{condition: boots} as fixed so far."""
-        return {c["name"]: self.planned(c) for c in self.conds}
+        return {c.name: self.planned(c) for c in self.conds}
 
     def plan_text(self):
         """The plan as the demo prints it before the first counting boot."""
         plan = self.plan()
         by = {}
         for c in self.conds:
-            if c["kind"] != "pilot":
-                by.setdefault(plan[c["name"]], []).append(c["name"])
+            if c.kind != "pilot":
+                by.setdefault(plan[c.name], []).append(c.name)
         text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
                          for n, names in sorted(by.items()))
-        if self.comparisons is not None:
+        s = self.settings
+        if s.plan_comparisons is not None:
             a = self.args
             text += (f". Predicted from a pilot of {planning.PILOT_BOOTS} boots a flavour, "
-                     f"at dispersion {planning.dispersion_text(**self.plan_dispersion)}, "
+                     f"at dispersion {planning.dispersion_text(**s.plan_dispersion)}, "
                      f"margin +-{a.margin * 100:.0f}%: "
-                     + "; ".join(planning.describe(c) for c in self.comparisons))
-            if self.aa_boots == a.max_aa_boots:
+                     + "; ".join(planning.describe(c) for c in s.plan_comparisons))
+            if s.aa_boots == a.max_aa_boots:
                 text += f" (A/A capped at --max-aa-boots {a.max_aa_boots})"
-            if self.power_range:
+            if s.plan_power_range:
                 text += (". The A/A's power if the spread is wider: "
-                         + planning.describe_range(self.power_range, self.aa_boots,
+                         + planning.describe_range(s.plan_power_range, s.aa_boots,
                                                    a.max_aa_boots)
                          + f". Re-estimated once, blind, when both flavours have "
-                         f"{planning.midpoint(self.aa_boots)} boots")
+                         f"{planning.midpoint(s.aa_boots)} boots")
         return text
 
     def seconds(self, c):
-        if c["singlestep"]:
+        if c.singlestep:
             return self.args.singlestep_seconds
-        if c["kind"] == "recorded":
+        if c.kind == "recorded":
             return self.args.record_seconds
         return self.args.boot_seconds
 
@@ -504,17 +506,17 @@ class Experiment:
         before it has one, as the last walker boot on its clock did (a
         boot ended by --passes takes its passes' time, not its seconds'),
         else its guest seconds and OVERHEAD."""
-        done = self.of(c["name"])
+        done = self.doc.boots_of(c.name)
         if done:
-            return done[-1]["wall_seconds"]
-        kinds = {x["name"]: x for x in self.conds}
-        if c["kind"] in WALKER and not c["singlestep"]:
-            like = [b for b in self.boots if kinds[b["condition"]]["kind"] in WALKER
-                    and kinds[b["condition"]]["clock"] == c["clock"]
-                    and not kinds[b["condition"]]["singlestep"]]
+            return done[-1].wall_seconds
+        kinds = {x.name: x for x in self.conds}
+        if c.kind in WALKER and not c.singlestep:
+            like = [b for b in self.boots if kinds[b.condition].kind in WALKER
+                    and kinds[b.condition].clock == c.clock
+                    and not kinds[b.condition].singlestep]
             if like:
-                return like[-1]["wall_seconds"]
-        return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
+                return like[-1].wall_seconds
+        return self.seconds(c) * (4 if c.singlestep else 1) + OVERHEAD
 
     def batch(self, rng):
         """The boots to run before the plan can change again, as rounds
@@ -526,22 +528,22 @@ class Experiment:
         on the times its boots took): [[(condition, n)]], empty when the plan
         is done or the budget admits no further round."""
         pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
-                 if c["kind"] == "pilot"]
+                 if c.kind == "pilot"]
         if any(left > 0 for _, left in pilot):
             due = [c for c, left in pilot for _ in range(left)]
             rng.shuffle(due)
-            return [number(due, {c["name"]: self.tried(c) for c in self.conds})]
-        have = {c["name"]: self.tried(c) for c in self.conds}
-        aa = [c for c in self.conds if c["kind"] == "aa"]
-        look = planning.midpoint(self.aa_boots) if aa and self.aa_boots and \
-            self.reestimated is None else None
+            return [number(due, {c.name: self.tried(c) for c in self.conds})]
+        have = {c.name: self.tried(c) for c in self.conds}
+        aa = [c for c in self.conds if c.kind == "aa"]
+        look = planning.midpoint(self.settings.aa_boots) if aa and self.settings.aa_boots and \
+            self.settings.plan_reestimated is None else None
         rounds, seconds = [], 0.0
         while True:
-            due = [c for c in self.conds if have[c["name"]] < self.planned(c)]
+            due = [c for c in self.conds if have[c.name] < self.planned(c)]
             if not due:
                 return rounds
             cost = sum(self.estimate(c) for c in due)
-            ahead = (seconds + cost) / min(self.slots, sum(map(len, rounds)) + len(due))
+            ahead = (seconds + cost) / min(self.settings.jobs, sum(map(len, rounds)) + len(due))
             if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
                 if not rounds:
                     print(f"demo: another round would pass the {self.args.budget:g}-minute "
@@ -553,7 +555,7 @@ class Experiment:
             rng.shuffle(due)
             rounds.append(number(due, have))
             self.counted = True
-            if look and all(have[c["name"]] >= look for c in aa):
+            if look and all(have[c.name] >= look for c in aa):
                 return rounds
 
     def run_batch(self, rounds, first):
@@ -572,11 +574,10 @@ class Experiment:
             c, n, rnd, slot = where[id(outcome.boot)]
             finished.append(outcome)
             if outcome.lost:
-                self.missing.append({
-                    "condition": c["name"], "dir": outcome.boot.out.name, "round": rnd,
-                    "slot": slot, "phase_seed": self.phase_seed(c, n)
-                    if c["clock"] == "icount" else None,
-                    "attempts": outcome.attempts, "reason": outcome.reason})
+                self.missing.append(documents.Missing(
+                    condition=c.name, dir=outcome.boot.out.name, round=rnd, slot=slot,
+                    phase_seed=self.phase_seed(c, n) if c.clock == "icount" else None,
+                    attempts=outcome.attempts, reason=outcome.reason))
                 self.save()
                 print(f"demo: [{rnd}.{slot}] {outcome.boot.out.name}: MISSING after "
                       f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
@@ -589,10 +590,10 @@ class Experiment:
                 return bootrunner.STOP
             b = self.record(c, rnd, slot, outcome)
             self.boots.append(b)
-            self.boots.sort(key=lambda x: (x["round"], x["slot"]))
+            self.boots.sort(key=lambda x: (x.round, x.slot))
             self.save()
-            print(f"demo: [{rnd}.{slot}] {b['dir']}: {b['failures_total']} checksum "
-                  f"failures in {b['calls']} calls, {b['wall_seconds']:.0f} s wall"
+            print(f"demo: [{rnd}.{slot}] {b.dir}: {b.failures_total} checksum "
+                  f"failures in {b.calls} calls, {b.wall_seconds:.0f} s wall"
                   + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""),
                   flush=True)
 
@@ -612,22 +613,22 @@ class Experiment:
         """The phase seed of the n-th boot of every condition: paired
         across conditions, drawn from the experiment's seed; the pilot's
         are its own (a pilot boot repeats no boot the verdicts use)."""
-        label = "pilot" if c["kind"] == "pilot" else "phase"
+        label = "pilot" if c.kind == "pilot" else "phase"
         return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
 
     def append(self, c):
         words = [f"ext4.chksum_window={c['window']}"]
-        if c["width"] != 1:
+        if c.width != 1:
             words.append(f"ext4.chksum_window_width={c['width']}")
-        if c["kind"] == "recorded":
+        if c.kind == "recorded":
             words.append(f"chkwin.workload={self.args.workload}")
             opts = [f"-R,{self.args.record}"]
-            if self.args.sample_hz and not c["singlestep"]:
+            if self.args.sample_hz and not c.singlestep:
                 opts.append(f"-F,{self.args.sample_hz}")
             words.append("chkwin.loader=" + ",".join(opts))
-        if c["kind"] == "rate":
+        if c.kind == "rate":
             words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
-            if c["sample_hz"]:
+            if c.sample_hz:
                 words.append(f"chkwin.loader=-F,{c['sample_hz']}")
         return " ".join(words)
 
@@ -636,35 +637,35 @@ class Experiment:
         disk and files the boot reads, its settings and phase seed, so a
         batch node builds nothing), its results in a directory of its own."""
         out = self.top / f"{c['name']}-{n}"
-        scenario = "record" if c["kind"] in TRACED else self.args.workload
-        smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
+        scenario = "record" if c.kind in TRACED else self.args.workload
+        smp = 1 if c.clock == "icount" else (2 if self.args.clock == "icount"
                                                  else self.args.smp)
         art = self.artifacts
-        kernel = art.kernel(c["flavour"])
-        flags = ["--flavour", c["flavour"], "--kernel", str(kernel),
+        kernel = art.kernel(c.flavour)
+        flags = ["--flavour", c.flavour, "--kernel", str(kernel),
                  "--initramfs", str(art.initramfs), "--disk", str(art.disk),
                  "--qemu", self.args.qemu,
                  "--scenario", scenario, "--duration", str(self.seconds(c)),
                  "--smp", str(smp), "--mem", str(self.args.mem),
                  "--append", self.append(c)]
         files = [kernel, kernel.parent / "config", art.initramfs, art.disk]
-        if c["singlestep"]:
+        if c.singlestep:
             flags.append("--singlestep")
         # Counting boots run no tracer: no windows disk, the guest's
         # devices as they were when the plan's figures were measured.
-        if c["kind"] in TRACED:
-            flags += ["--lab-windows", str(self.windows[c["flavour"]])]
-            files.append(self.windows[c["flavour"]])
+        if c.kind in TRACED:
+            flags += ["--lab-windows", str(self.windows[c.flavour])]
+            files.append(self.windows[c.flavour])
         else:
             flags.append("--no-lab-windows")
-        if c["clock"] == "icount":
+        if c.clock == "icount":
             flags += ["--clock", "icount", "--shift", str(self.args.shift),
                       "--phase-seed", str(self.phase_seed(c, n))]
             if self.args.passes and scenario == "inode-loop":
                 flags += ["--passes", str(self.args.passes)]
-            if c["kind"] == "counting" and n <= self.args.rr_boots:
+            if c.kind == "counting" and n <= self.args.rr_boots:
                 flags.append("--record-replay")
-        limit = run_py.watchdog_seconds(self.seconds(c), c["singlestep"], c["clock"],
+        limit = run_py.watchdog_seconds(self.seconds(c), c.singlestep, c.clock,
                                         self.args.shift)
         return bootrunner.Boot(out, flags, self.args.mem, limit, tuple(files))
 
@@ -674,23 +675,24 @@ class Experiment:
         if status["checksum_calls"] is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
-        b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
-             "guest_seconds": self.seconds(c), "wall_seconds": outcome.wall_seconds,
-             "calls": status["checksum_calls"], "kernel": status["kernel"],
-             "failures": status["checksum_failures"],
-             "failures_total": status["checksum_failures_total"],
-             "clock": status["clock"], "phase_seed": status["phase_seed"],
-             "interrupts": status["interrupts"],
-             "record_replay": bool(status["clock"].get("record_replay")),
-             "host": outcome.host, "attempts": outcome.attempts}
-        if c["kind"] == "rate":
+        b = documents.Boot(
+            condition=c.name, round=rnd, slot=slot, dir=out.name,
+            guest_seconds=self.seconds(c), wall_seconds=outcome.wall_seconds,
+            calls=status["checksum_calls"], kernel=status["kernel"],
+            failures=status["checksum_failures"],
+            failures_total=status["checksum_failures_total"],
+            clock=status["clock"], phase_seed=status["phase_seed"],
+            interrupts=status["interrupts"],
+            record_replay=bool(status["clock"].get("record_replay")),
+            host=outcome.host, attempts=outcome.attempts)
+        if c.kind == "rate":
             result = status.get("chkwin")
             if not result:
                 die(f"boot {out.name}: chkwin printed no closing record "
                     f"(console: {out / 'console.log'})")
             # The dose: interrupt arrivals (device irqs and sampler ticks,
             # null where not attached) per second of recording, all CPUs.
-            b["arrivals_per_s"] = sum(result[k] or 0 for k in ("irq_arrivals", "sampler_ticks")) \
+            b.arrivals_per_s = sum(result[k] or 0 for k in ("irq_arrivals", "sampler_ticks")) \
                 / result["seconds"]
         return b
 
@@ -703,8 +705,8 @@ def number(due, have):
     boots its condition has (have, counted on)."""
     out = []
     for c in due:
-        have[c["name"]] += 1
-        out.append((c, have[c["name"]]))
+        have[c.name] += 1
+        out.append((c, have[c.name]))
     return out
 
 
@@ -748,19 +750,19 @@ def run(args):
     # The scheduler before anything is built; the nodes once the boots are known.
     if args.engine == "slurm":
         engine.check_scheduler()
-    flavours = sorted({c["flavour"] for c in plan(args)})
+    flavours = sorted({c.flavour for c in plan(args)})
     artifacts = Artifacts(flavours)
     exp = Experiment(top, args, engine, artifacts)
-    exp.loop_insns = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
+    exp.settings.loop_instructions = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
     # Every boot's chkwin watches what stackscan finds in its own kernel;
     # the report names those windows.
-    for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] in TRACED}):
-        exp.windows[flavour] = kernelwindows.copy_to(
-            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows")
+    for flavour in sorted({c.flavour for c in exp.conds if c.kind in TRACED}):
+        exp.watch(flavour, kernelwindows.copy_to(
+            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows"))
     exp.save()
     # Every kernel, disk and file a boot reads, checked where it will run.
     engine.check([exp.boot_spec(c, 1) for c in exp.conds])
-    exp.slots = engine.slots
+    exp.engine_checked()
     exp.save()
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}; "
@@ -778,7 +780,7 @@ def run(args):
             if not rounds:
                 break
             boots = sum(map(len, rounds))
-            pilot = all(c["kind"] == "pilot" for due in rounds for c, _ in due)
+            pilot = all(c.kind == "pilot" for due in rounds for c, _ in due)
             left = sum(exp.estimate(c) for due in rounds for c, _ in due) / \
                 min(exp.slots, boots)
             which = f"round {rnd + 1}" if len(rounds) == 1 else \
@@ -800,9 +802,9 @@ def walk_recorded(top, boots):
     """Every failure of the boots recorded for replay, walked to its cause
     (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
     reads).  A walk that fails is said in one line; the boots stay."""
-    recorded = [b for b in boots if b.get("record_replay") and b["failures_total"]]
+    recorded = [b for b in boots if b.record_replay and b.failures_total]
     for b in recorded:
-        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b["dir"]),
+        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
                                "--failure", "all"], capture_output=True, text=True)
         last = (proc.stdout.strip().splitlines() or [""])[-1]
         if proc.returncode == 0 or last.startswith("walk: "):
