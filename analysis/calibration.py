@@ -1,8 +1,8 @@
 """How far the demo's answers can be trusted: whole demos simulated as
 experiment.json documents, planned by the demo's own plan (planning.py:
 pilot, upper bound of the dispersion, blinded look at the midpoint) and
-analysed by the demo's own functions (experiment.comparisons,
-experiment.model_rows, experiment.model_fit), their error rates counted.
+analysed by the demo's own statistics (experiment.Results: comparisons,
+model_rows, model_check), their error rates counted.
 
 A simulated demo has the icount demo's conditions (design.conditions):
 the listing's window and off for two flavours and the loop of width 1 at
@@ -131,7 +131,7 @@ def simulate(phi, mean_a, mean_b, boots, margin, sims, seed=0):
         a = draw(rng, mean_a, phi, boots)
         b = draw(rng, mean_b, phi, boots)
         both = ([(int(k), exposure) for k in a], [(int(k), exposure) for k in b])
-        # As experiment.conditions_spread fits it: within pairs where both
+        # As experiment.Results.fit fits it: within pairs where both
         # sides fail, else each side's boots about its own rate.
         pairs = verdict.fit_blocked(both, [range(boots), range(boots)]) \
             if a.sum() and b.sum() else verdict.fit(*both)
@@ -219,7 +219,8 @@ class Demo:
                 self.boot(c, n)
             if again is None:
                 counts = [self.doc.counts(c.name) for c in aa]
-                blocks = [experiment.blocks(self.doc, c.name) for c in aa]
+                res = experiment.Results(self.doc)
+                blocks = [res.blocks(c.name) for c in aa]
                 again = planning.look(*counts, *blocks, self.margin, power, cap, planned)
                 if again:
                     planned = again["boots"]
@@ -252,15 +253,15 @@ def analyse(doc, aa_ratio, tally):
     """The demo's own analysis of one simulated record, tallied."""
     control = model.fatal_boundaries("gcc49", 1, LOOP_INSNS) / \
         model.fatal_boundaries("gcc49-exact", 1)
-    rows = experiment.model_rows(doc)
-    found = experiment.comparisons(doc, rows)
+    res = experiment.Results(doc)
+    found = list(res.comparisons)
     # The listing's window in both flavours: a null comparison at 16
     # failures a boot and 4 boots, as the host-clock demo's flavour verdict
     # is (and the issue's low-count case), through the same functions.
     exact = doc.select(kind="counting", window="gcc49-exact")
     found.append({"key": "exact flavours", "verdict": verdict.compare(
         doc.counts(exact[1].name), doc.counts(exact[0].name),
-        doc.settings.margin, spread=experiment.comparison_spread(doc, exact))})
+        doc.settings.margin, spread=res.comparison_spread(exact))})
     for c in found:
         v, key = c["verdict"], c["key"]
         truth = {"window": math.inf, "control": control, "flavour": aa_ratio,
@@ -277,7 +278,7 @@ def analyse(doc, aa_ratio, tally):
             tally.add(f"{key} power", v.kind == "differs")
     if aa_ratio != 1:
         return      # the patched A/A is not what the model predicts: no false misfit
-    check = experiment.model_fit(rows)
+    check = res.model_check
     tally.add("model false misfit", check["p"] < 0.05)
     for g in check["by_w"]:
         tally.add(f"model W={g['W']} false differs", g["kind"] == "differs")

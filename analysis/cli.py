@@ -189,30 +189,31 @@ def cmd_report(args):
 
 
 def cmd_pool(args):
+    from analysis import decisions
     from analysis import documents
     from analysis import experiment
+    from analysis import tables
     try:
         doc, differences = documents.pool([documents.load(d) for d in args.dirs], args.dirs,
                                           args.allow_different)
     except documents.ExperimentError as e:
         raise Fail(str(e)) from None
+    res = experiment.Results(doc)
     print(f"pooled {len(args.dirs)} runs: the verdicts' error rates hold for a plan "
           "fixed in advance, not for runs pooled until a verdict came")
     for d in differences:
         print(f"pooled despite a difference: {d}")
     print()
-    rows = experiment.conditions(doc)
-    table = experiment.condition_table([r for r in rows if r["kind"] != "recorded"])
+    table = tables.condition_table([r for r in res.condition_rows if r["kind"] != "recorded"])
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for line in table:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
     print()
-    doses = [d for d in (experiment.dose(doc, w) for w in experiment.DOSES) if d]
-    for key, text in experiment.decisions(doc, [], doses):
+    for key, text in decisions.verdicts(res):
         if key in ("window", "flavour", "dose", "rate-dose"):
             print(f"verdict: {text}")
     print()
-    for line in experiment.boot_rates(doc):
+    for line in tables.boot_rates(doc):
         print(line)
 
 

@@ -17,6 +17,7 @@ from bench.section import print_section
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = "/usr/bin/python3"
+from analysis import decisions
 from analysis import documents
 from analysis import experiment
 
@@ -43,19 +44,19 @@ def main():
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             sys.exit(f"dose_bench: error: the sweep failed: {last}")
-        doc = documents.load(pathlib.Path(tmp) / "latest")
+        res = experiment.Results(documents.load(pathlib.Path(tmp) / "latest"))
     rows = []
-    for r in experiment.conditions(doc):
+    for r in res.condition_rows:
         if r["boots"]:
             rows.append((f"{r['condition']}: failures per guest minute; per 1M calls "
                          f"(95% CI); boots", f"{r['per_minute']:.3g}; "
                          f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g}); "
                          f"{r['boots']} ({' '.join(map(str, r['per_boot']))} failures)"))
     for which, how in experiment.DOSES.items():
-        d = experiment.dose(doc, which)
+        d = res.dose(which)
         if not d:
             continue
-        rows.append((f"{which} dose: the fit (experiment.dose_line)", experiment.dose_line(d)))
+        rows.append((f"{which} dose: the fit (decisions.dose_line)", decisions.dose_line(d)))
         rows.append((f"{which} dose: points (x: per 1M calls, residual)", ", ".join(
             f"{p['x']:.3g}: {p['per_million']:.3g}, {p['residual']:+.3g}"
             for p in d["points"])))

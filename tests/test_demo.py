@@ -136,7 +136,7 @@ def test_the_positive_control_differs_as_predicted(demo):
     assert ": differs (width 1/gcc49-exact" in line, line
     assert "the model predicts" in line, line
     rows = {r["condition"]: r
-            for r in experiment.model_rows(documents.ExperimentDoc.from_json(doc))}
+            for r in experiment.Results(documents.ExperimentDoc.from_json(doc)).model_rows}
     a, b = rows["unpatched-gcc49"], rows["unpatched-gcc49-exact"]
     want = (a["predicted"] / a["calls"]) / (b["predicted"] / b["calls"])
     assert 2.7 < want < 3.3, want

@@ -33,6 +33,7 @@ from tests.kernels import PY, REPO
 
 from analysis import documents
 from analysis import experiment
+from analysis import prose
 from guest.host import slurmlocal
 
 pytestmark = pytest.mark.guest
@@ -129,9 +130,8 @@ def test_the_decisions_are_the_local_engines(slurm_demo, tmp_path_factory):
     local = boots.short_demo(tmp_path_factory)[3]
 
     def decided(d):
-        d = documents.ExperimentDoc.from_json(d)
-        return {c["key"]: c["verdict"].kind
-                for c in experiment.comparisons(d, experiment.model_rows(d))}
+        res = experiment.Results(documents.ExperimentDoc.from_json(d))
+        return {c["key"]: c["verdict"].kind for c in res.comparisons}
     assert decided(doc) == decided(local) == {"window": "differs", "control": "differs"}
     assert doc["settings"]["plan"] == local["settings"]["plan"]
 
@@ -146,7 +146,7 @@ def test_a_cancelled_task_runs_again_on_its_seed(slurm_demo):
     assert [b["dir"] for b in again] == lost
     assert doc["missing"] == [] and all(b["attempts"] == 1 for b in doc["boots"]
                                         if b not in again)
-    assert experiment.plan_line(documents.ExperimentDoc.from_json(doc)).endswith(
+    assert prose.plan_line(documents.ExperimentDoc.from_json(doc)).endswith(
         "every condition got its boots")
 
 

@@ -431,7 +431,8 @@ class Experiment:
             return
         a = self.args
         counts = [self.doc.counts(c.name) for c in aa]
-        blocks = [experiment.blocks(self.doc, c.name) for c in aa]
+        res = experiment.Results(self.doc)
+        blocks = [res.blocks(c.name) for c in aa]
         # Boots lost at the midpoint: look with what there is.
         reached = all(self.tried(c) >= planning.midpoint(s.aa_boots) for c in aa)
         again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
