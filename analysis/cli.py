@@ -23,7 +23,6 @@ import sys
 from analysis import chkwinlog
 from analysis import compare
 from analysis import correlate
-from analysis import fsgeom
 from analysis import summary
 from analysis.documents import FAILURE_CSV
 
@@ -36,22 +35,13 @@ class Fail(Exception):
 
 def load(path, args):
     try:
-        log = chkwinlog.read(path)
-    except chkwinlog.LogError as e:
-        raise Fail(f"{path}: corrupt log: {e}") from None
-    except OSError as e:
-        raise Fail(f"{path}: {e.strerror}") from None
-    if log.status == "truncated":
-        print(f"{PROG}: warning: {path}: truncated ({log.reason}); "
-              "analysing the records before the end", file=sys.stderr)
-    try:
-        geo = fsgeom.find(path, args.geometry, args.image)
-    except fsgeom.GeometryError as e:
+        return correlate.load(path, args.geometry, args.image, warn)
+    except correlate.LoadError as e:
         raise Fail(str(e)) from None
-    try:
-        return log, correlate.Correlation(log, geo)
-    except chkwinlog.LogError as e:
-        raise Fail(f"{path}: cannot analyse: {e}") from None
+
+
+def warn(line):
+    print(f"{PROG}: warning: {line}", file=sys.stderr)
 
 
 def cmd_read(args):
@@ -174,8 +164,10 @@ def cmd_report(args):
             doc = documents.load(top)
         except documents.ExperimentError as e:
             raise Fail(str(e)) from None
-        logs = [str(top / b) for b in doc.recorded_logs()]
-        lines = report.write_experiment(top, doc, [(p, *load(p, args)) for p in logs])
+        try:
+            lines = report.write_experiment(top, doc, args.geometry, args.image, warn)
+        except correlate.LoadError as e:
+            raise Fail(str(e)) from None
         print(f"wrote {top}/report.html and report.md")
         for _, text in lines:
             print(f"verdict: {text}")

@@ -22,6 +22,7 @@ import numpy as np
 
 from analysis import chkwinlog
 from analysis import flight
+from analysis import fsgeom
 from analysis.documents import Arrival, Call, Completion, Failure
 from analysis.chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
@@ -138,6 +139,33 @@ def verdict_kind(rec, source):
     if source == "verify" and rec["flags"] & F_METADATA:
         return int(rec["caller"])
     return INODE_KIND
+
+
+class LoadError(Exception):
+    """A log that cannot be analysed, said in one line."""
+
+
+def load(path, geometry=None, image=None, warn=None):
+    """(log, Correlation) of the log at path, with the test disk's geometry
+    from geometry, image or beside the log (fsgeom.find); LoadError when
+    it cannot be had.  warn(line) hears of a truncated log, whose records
+    before the end are analysed."""
+    try:
+        log = chkwinlog.read(path)
+    except chkwinlog.LogError as e:
+        raise LoadError(f"{path}: corrupt log: {e}") from None
+    except OSError as e:
+        raise LoadError(f"{path}: {e.strerror}") from None
+    if log.status == "truncated" and warn:
+        warn(f"{path}: truncated ({log.reason}); analysing the records before the end")
+    try:
+        geo = fsgeom.find(path, geometry, image)
+    except fsgeom.GeometryError as e:
+        raise LoadError(str(e)) from None
+    try:
+        return log, Correlation(log, geo)
+    except chkwinlog.LogError as e:
+        raise LoadError(f"{path}: cannot analyse: {e}") from None
 
 
 class Correlation:

@@ -10,6 +10,7 @@ import pathlib
 import re
 
 from analysis import compare
+from analysis import correlate
 from analysis import decisions
 from analysis import experiment
 from analysis import figures
@@ -136,11 +137,15 @@ def write(outdir, runs):
     return verdict
 
 
-def write_experiment(outdir, doc, runs):
-    """An experiment's page, its verdicts first, from its record doc (an
-    ExperimentDoc) and runs: [(path, log, corr)] of its recorded boots.
-    Returns its Verdicts (analysis/decisions.py)."""
+def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
+    """The page of the experiment in directory outdir whose record is doc
+    (an ExperimentDoc), its verdicts first, its recorded boots' logs read
+    (correlate.load: geometry, image and warn; LoadError when one cannot
+    be).  Returns its Verdicts (analysis/decisions.py): the demo prints
+    them, as `chkwin-analyze report` does."""
     outdir = pathlib.Path(outdir)
+    runs = [(p, *correlate.load(p, geometry, image, warn))
+            for p in (str(outdir / d) for d in doc.recorded_logs())]
     # Read in one direction: the record and the walks beside it, their
     # statistics, the verdicts, the tables, the figures, the prose; then
     # the page puts them in its own order.

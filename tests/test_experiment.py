@@ -12,6 +12,7 @@ from analysis import documents
 from analysis import experiment
 from analysis import planning
 from analysis import prose
+from analysis import report
 from analysis.experiment import Results
 
 M = 1_000_000
@@ -152,6 +153,13 @@ def test_report_leads_with_the_decision_and_escapes(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "<script>" not in html
     assert str(tmp_path) not in md
+    # In-process (as the demo asks for it): the same page and the verdicts
+    # the command printed, as objects.
+    found = report.write_experiment(tmp_path, d)
+    assert (tmp_path / "report.md").read_text() == md
+    assert [f"verdict: {v.text}" for v in found] == \
+        [ln for ln in proc.stdout.splitlines() if ln.startswith("verdict: ")]
+    assert [v.key for v in found] == ["window", "flavour", "dispersion"]
 
 
 def test_a_damaged_experiment_record_is_one_line(tmp_path):
