@@ -113,7 +113,7 @@ WALKER = ("pilot", "counting", "control", "aa", "dose")
 OVERHEAD = 15
 
 
-def plan(args):
+def conditions(args):
     """The conditions, in a fixed order (the report's order)."""
     return design.conditions(args.flavours, args.clock, args.aa_width,
                              bool(args.record_seconds), args.controls, args.widths, args.rates)
@@ -166,7 +166,24 @@ def flavour_list(text):
 
 
 def parse_args(argv=None):
+    """The flags, completed (what depends on the clock, the dispersion to
+    plan on, the seed) and checked: ap.error on those that do not go
+    together."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for add in (boot_options, engine_options, plan_options, condition_options,
+                guest_options):
+        add(ap)
+    args = ap.parse_args(argv)
+    clock_defaults(args)
+    check(ap, args)
+    args.dispersion = plan_dispersion(ap, args)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
+    return args
+
+
+def boot_options(ap):
+    """Options of the boots: their length and clock."""
     ap.add_argument("--boot-seconds", type=int, default=30,
                     help="guest seconds of one counting boot (default 30)")
     ap.add_argument("--passes", type=int, metavar="N",
@@ -184,6 +201,10 @@ def parse_args(argv=None):
                          "or from the host's clock (multi-threaded TCG)")
     ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
                     help="icount: each instruction takes 2^N ns (default 4)")
+
+
+def engine_options(ap):
+    """Where and how the boots run."""
     ap.add_argument("--engine", choices=["local", "slurm"], default="local",
                     help="where boots run: this machine (default), or a Slurm job "
                          "array (sbatch/squeue of the cluster SLURM_CONF names; the "
@@ -202,6 +223,10 @@ def parse_args(argv=None):
                          f"a lost node) runs again, same seed (default {bootrunner.RETRIES})")
     ap.add_argument("--qemu", default=run_py.QEMU, metavar="PATH",
                     help="the QEMU binary where boots run (default: on PATH)")
+
+
+def plan_options(ap):
+    """The plan: boots, power, margin, budget and seed."""
     ap.add_argument("--boots", type=int, default=4,
                     help="boots of each counting and control condition (default 4)")
     ap.add_argument("--aa-width", type=int, default=16,
@@ -223,6 +248,10 @@ def parse_args(argv=None):
                     help="equivalence margin of the flavour verdict (default 0.10)")
     ap.add_argument("--seed", type=int,
                     help="seed of the round order (default: drawn and recorded)")
+
+
+def condition_options(ap):
+    """Which conditions the experiment has."""
     ap.add_argument("--flavours", type=flavour_list, default=list(FLAVOURS),
                     help="comma-separated (default unpatched,patched)")
     ap.add_argument("--widths", type=positive_list, default=[],
@@ -234,6 +263,10 @@ def parse_args(argv=None):
                     help="boots per width or rate of a sweep (default 2)")
     ap.add_argument("--no-controls", dest="controls", action="store_false",
                     help="skip the gcc49-exact controls")
+
+
+def guest_options(ap):
+    """The guest, the recorder and where results go."""
     ap.add_argument("--smp", type=int,
                     help="vCPUs on the host clock (default 2); icount needs 1")
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
@@ -257,14 +290,21 @@ def parse_args(argv=None):
                          "default 0)")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
-    args = ap.parse_args(argv)
+
+
+def clock_defaults(args):
+    """The defaults that depend on the clock."""
     if args.workload is None:
         args.workload = "inode-loop" if args.clock == "icount" else "inode-load"
     if args.sample_hz is None:
         args.sample_hz = 0 if args.clock == "icount" else 20000
     if args.smp is None:
         args.smp = 1 if args.clock == "icount" else 2
-    elif args.clock == "icount" and args.smp != 1:
+
+
+def check(ap, args):
+    """ap.error on the first flag out of range or with one it does not go with."""
+    if args.clock == "icount" and args.smp != 1:
         ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
                  "a second vCPU)")
     if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
@@ -285,71 +325,52 @@ def parse_args(argv=None):
                  "approaches 95% only as the boots grow without bound")
     if not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--margin must lie in (0, 1), --budget above 0")
-    args.dispersion = (1.0, None, None)
-    if args.plan_from is not None:
-        if args.clock != "icount":
-            ap.error("--plan-from plans the icount comparisons; the host clock has none")
-        try:
-            args.dispersion = experiment.dispersion_from(args.plan_from)
-        except ValueError as e:
-            ap.error(str(e))
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(2 ** 32)
-    return args
 
 
-class Experiment:
-    """The plan and every boot so far: the run's record (analysis/
-    documents.py), made once, updated as the plan is fixed and as each boot
-    finishes, and saved each time."""
+def plan_dispersion(ap, args):
+    """(phi, df, where from) the plan starts from: a previous run's spread
+    (--plan-from), else Poisson's, assumed."""
+    if args.plan_from is None:
+        return 1.0, None, None
+    if args.clock != "icount":
+        ap.error("--plan-from plans the icount comparisons; the host clock has none")
+    try:
+        return experiment.dispersion_from(args.plan_from)
+    except ValueError as e:
+        ap.error(str(e))
 
-    def __init__(self, top, args, engine, artifacts):
-        self.top, self.args = top, args
-        self.engine, self.artifacts = engine, artifacts
-        self.windows = {}       # flavour: a copy of the windows file its boots watch
-        self.counted = False        # a counting round has been handed out
-        self.started = time.monotonic()
+
+def tried(doc, c):
+    """Boots of c run so far, the ones lost on every attempt included."""
+    return len(doc.boots_of(c.name)) + sum(m.condition == c.name for m in doc.missing)
+
+
+class Plan:
+    """How many boots each condition gets: fixed before the first counting
+    boot (from the pilot where there is one, analysis/planning.py), the
+    A/A's re-estimated once, blind; kept in the record's settings (plan,
+    aa_boots, plan_*)."""
+
+    def __init__(self, args, doc, top):
+        self.args, self.doc, self.top = args, doc, top
+        self.settings = doc.settings
         self.pilot_fit = None       # the pilot's spread, flavours lumped
-        self.doc = documents.ExperimentDoc(seed=args.seed, conditions=plan(args), boots=[],
-                                           settings=settings(args, engine))
-        self.conds, self.boots = self.doc.conditions, self.doc.boots
-        self.missing = self.doc.missing     # boots lost on every attempt
-        self.settings = self.doc.settings
-        self.settings.plan = self.plan()
+        self.settings.plan = self.boots()
 
-    def watch(self, flavour, path):
-        """The boots of flavour watch the windows file at path."""
-        self.windows[flavour] = path
-        self.settings.windows[flavour] = [w.name for w in windows.read(path)]
-
-    def engine_checked(self):
-        """The engine's slots as its check found them."""
-        self.settings.jobs = self.engine.slots
-        self.settings.engine_detail = self.engine.describe()
-
-    def plan_aa(self, boots):
+    def set_aa(self, boots):
         """The A/A boots a flavour, as planned or re-estimated."""
         self.settings.aa_boots = boots
-        self.settings.plan = self.plan()
+        self.settings.plan = self.boots()
 
-    def save(self):
-        tmp = self.top / ".experiment.json.tmp"
-        tmp.write_text(json.dumps(self.doc.to_json(), indent=1) + "\n")
-        os.replace(tmp, self.top / "experiment.json")
-
-    def tried(self, c):
-        """Boots of c run so far, the ones lost on every attempt included."""
-        return len(self.doc.boots_of(c.name)) + sum(m.condition == c.name for m in self.missing)
-
-    def plan_from_pilot(self):
+    def from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
         A/A boots from the failures and the spread of the pilot's boots,
         the flavours lumped (blind to their ratio), on the dispersion's
         upper bound; every comparison's failures a boot, as the model
         predicts them from the pilot, and its simulated power."""
-        pilot_conds = [c for c in self.conds if c.kind == "pilot"]
+        pilot_conds = [c for c in self.doc.conditions if c.kind == "pilot"]
         if self.settings.plan_comparisons is not None or not pilot_conds or \
-                any(self.tried(c) < planning.PILOT_BOOTS for c in pilot_conds):
+                any(tried(self.doc, c) < planning.PILOT_BOOTS for c in pilot_conds):
             return
         a = self.args
         pilot = [b for c in pilot_conds for b in self.doc.boots_of(c.name)]
@@ -365,7 +386,7 @@ class Experiment:
             "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
             "source": "the pilot's boots, flavours lumped" +
                       (f", and {source}" if prior else "")}
-        by_kind = {(c.kind, c.window): c for c in self.conds
+        by_kind = {(c.kind, c.window): c for c in self.doc.conditions
                    if c.flavour == a.flavours[0]}
 
         def predict(kind, window):
@@ -381,9 +402,9 @@ class Experiment:
                  ("width 1/gcc49-exact", [names[2], names[0]], control, window, a.boots,
                   "differs", "the model")]
         if len(a.flavours) == 2:
-            self.plan_aa(aa["boots"])
+            self.set_aa(aa["boots"])
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
-                          [c.name for c in self.conds if c.kind == "aa"],
+                          [c.name for c in self.doc.conditions if c.kind == "aa"],
                           measured, measured, self.settings.aa_boots, "equivalent",
                           "the pilot's, measured"))
             self.settings.plan_power_range = [
@@ -410,7 +431,7 @@ class Experiment:
         at the boots it has; on icount, at the phase-seed pairs its
         conditions share (a pair needs two for a spread)."""
         for p in self.settings.plan_comparisons or []:
-            conds = [c for c in self.conds if c.name in p["conditions"]]
+            conds = [c for c in self.doc.conditions if c.name in p["conditions"]]
             planned = min(self.planned(c) for c in conds)
             have = [self.doc.boots_of(c.name) for c in conds]
             if all(b.phase_seed is not None for boots in have for b in boots):
@@ -428,7 +449,7 @@ class Experiment:
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
         boots re-estimated blind (planning.reestimate)."""
-        aa = [c for c in self.conds if c.kind == "aa"]
+        aa = [c for c in self.doc.conditions if c.kind == "aa"]
         s = self.settings
         if s.plan_reestimated is not None or len(aa) != 2 or s.aa_boots is None:
             return
@@ -437,13 +458,13 @@ class Experiment:
         res = experiment.Results(self.doc)
         blocks = [res.blocks(c.name) for c in aa]
         # Boots lost at the midpoint: look with what there is.
-        reached = all(self.tried(c) >= planning.midpoint(s.aa_boots) for c in aa)
+        reached = all(tried(self.doc, c) >= planning.midpoint(s.aa_boots) for c in aa)
         again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
                               s.aa_boots, now=reached)
         if again is None:
             return
         s.plan_reestimated = again
-        self.plan_aa(again["boots"])
+        self.set_aa(again["boots"])
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
         print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
               f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
@@ -464,19 +485,19 @@ class Experiment:
     def fixed(self):
         """Whether the plan is whole: every condition's boots known, and
         the pilot's predictions made where there is a pilot."""
-        pilot = any(c.kind == "pilot" for c in self.conds)
-        return all(self.planned(c) is not None for c in self.conds) and \
+        pilot = any(c.kind == "pilot" for c in self.doc.conditions)
+        return all(self.planned(c) is not None for c in self.doc.conditions) and \
             (self.settings.plan_comparisons is not None or not pilot)
 
-    def plan(self):
+    def boots(self):
         """{condition: boots} as fixed so far."""
-        return {c.name: self.planned(c) for c in self.conds}
+        return {c.name: self.planned(c) for c in self.doc.conditions}
 
-    def plan_text(self):
+    def text(self):
         """The plan as the demo prints it before the first counting boot."""
-        plan = self.plan()
+        plan = self.boots()
         by = {}
-        for c in self.conds:
+        for c in self.doc.conditions:
             if c.kind != "pilot":
                 by.setdefault(plan[c.name], []).append(c.name)
         text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
@@ -498,120 +519,23 @@ class Experiment:
                          f"{planning.midpoint(s.aa_boots)} boots")
         return text
 
+
+class Specs:
+    """Each boot as run.py's flags, self-contained (the kernel, disk and
+    files it reads, its settings and phase seed, so a batch node builds
+    nothing), its results in a directory of its own."""
+
+    def __init__(self, top, args, artifacts):
+        self.top, self.args, self.artifacts = top, args, artifacts
+        self.windows = {}       # flavour: a copy of the windows file its boots watch
+
     def seconds(self, c):
+        """Guest seconds of a boot of c."""
         if c.singlestep:
             return self.args.singlestep_seconds
         if c.kind == "recorded":
             return self.args.record_seconds
         return self.args.boot_seconds
-
-    def estimate(self, c):
-        """Wall seconds the next boot of c will take: as its last one did;
-        before it has one, as the last walker boot on its clock did (a
-        boot ended by --passes takes its passes' time, not its seconds'),
-        else its guest seconds and OVERHEAD."""
-        done = self.doc.boots_of(c.name)
-        if done:
-            return done[-1].wall_seconds
-        kinds = {x.name: x for x in self.conds}
-        if c.kind in WALKER and not c.singlestep:
-            like = [b for b in self.boots if kinds[b.condition].kind in WALKER
-                    and kinds[b.condition].clock == c.clock
-                    and not kinds[b.condition].singlestep]
-            if like:
-                return like[-1].wall_seconds
-        return self.seconds(c) * (4 if c.singlestep else 1) + OVERHEAD
-
-    def batch(self, rng):
-        """The boots to run before the plan can change again, as rounds
-        (one boot of every condition still short, in an order shuffled
-        with rng): the whole pilot; else rounds until the A/A's blinded
-        look (both flavours at its midpoint) or the plan's end, as many as
-        the budget's projection admits (the first counting round always
-        runs; a batch the projection stopped is followed by another, planned
-        on the times its boots took): [[(condition, n)]], empty when the plan
-        is done or the budget admits no further round."""
-        pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
-                 if c.kind == "pilot"]
-        if any(left > 0 for _, left in pilot):
-            due = [c for c, left in pilot for _ in range(left)]
-            rng.shuffle(due)
-            return [number(due, {c.name: self.tried(c) for c in self.conds})]
-        have = {c.name: self.tried(c) for c in self.conds}
-        aa = [c for c in self.conds if c.kind == "aa"]
-        look = planning.midpoint(self.settings.aa_boots) if aa and self.settings.aa_boots and \
-            self.settings.plan_reestimated is None else None
-        rounds, seconds = [], 0.0
-        while True:
-            due = [c for c in self.conds if have[c.name] < self.planned(c)]
-            if not due:
-                return rounds
-            cost = sum(self.estimate(c) for c in due)
-            ahead = (seconds + cost) / min(self.settings.jobs, sum(map(len, rounds)) + len(due))
-            if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
-                if not rounds:
-                    print(f"demo: another round would pass the {self.args.budget:g}-minute "
-                          f"budget, which cuts the plan short: "
-                          f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
-                # Else asked again after these, with the times they took.
-                return rounds
-            seconds += cost
-            rng.shuffle(due)
-            rounds.append(number(due, have))
-            self.counted = True
-            if look and all(have[c.name] >= look for c in aa):
-                return rounds
-
-    def run_batch(self, rounds, first):
-        """The rounds' boots, handed to the engine in round order; each is
-        recorded (and experiment.json saved) as it finishes.  first is the
-        first round's number."""
-        boots, where = [], {}
-        for rnd, due in enumerate(rounds, first):
-            for slot, (c, n) in enumerate(due, 1):
-                boot = self.boot_spec(c, n)
-                boots.append(boot)
-                where[id(boot)] = (c, n, rnd, slot)
-        finished, failed = [], []
-
-        def record(outcome):
-            c, n, rnd, slot = where[id(outcome.boot)]
-            finished.append(outcome)
-            if outcome.lost:
-                self.missing.append(documents.Missing(
-                    condition=c.name, dir=outcome.boot.out.name, round=rnd, slot=slot,
-                    phase_seed=self.phase_seed(c, n) if c.clock == "icount" else None,
-                    attempts=outcome.attempts, reason=outcome.reason))
-                self.save()
-                print(f"demo: [{rnd}.{slot}] {outcome.boot.out.name}: MISSING after "
-                      f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
-                return
-            if outcome.returncode != 0:
-                # The boots running finish and are recorded; no more start.
-                failed.append(f"boot {outcome.boot.out.name} failed: "
-                              f"{outcome.reason or f'run.py exited {outcome.returncode}'}")
-                print(f"demo: [{rnd}.{slot}] {failed[-1]}; no more boots start", flush=True)
-                return bootrunner.STOP
-            b = self.record(c, rnd, slot, outcome)
-            self.boots.append(b)
-            self.boots.sort(key=lambda x: (x.round, x.slot))
-            self.save()
-            print(f"demo: [{rnd}.{slot}] {b.dir}: {b.failures_total} checksum "
-                  f"failures in {b.calls} calls, {b.wall_seconds:.0f} s wall"
-                  + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""),
-                  flush=True)
-
-        def status():
-            return f"{len(finished)} of {len(boots)} boots done"
-        with heartbeat("demo", status, stream=sys.stdout):
-            bootrunner.run(self.engine, boots, self.args.retries, record,
-                           say=lambda line: print(f"demo: {line}", flush=True))
-        self.save()
-        if failed:
-            die(f"{failed[0]}; everything recorded so far is in {self.top}")
-        self.plan_from_pilot()
-        self.reestimate()
-        self.save()
 
     def phase_seed(self, c, n):
         """The phase seed of the n-th boot of every condition: paired
@@ -621,9 +545,10 @@ class Experiment:
         return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
 
     def append(self, c):
-        words = [f"ext4.chksum_window={c['window']}"]
+        """The kernel command line's additions of a boot of c."""
+        words = [f"ext4.chksum_window={c.window}"]
         if c.width != 1:
-            words.append(f"ext4.chksum_window_width={c['width']}")
+            words.append(f"ext4.chksum_window_width={c.width}")
         if c.kind == "recorded":
             words.append(f"chkwin.workload={self.args.workload}")
             opts = [f"-R,{self.args.record}"]
@@ -633,14 +558,14 @@ class Experiment:
         if c.kind == "rate":
             words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
             if c.sample_hz:
-                words.append(f"chkwin.loader=-F,{c['sample_hz']}")
+                words.append(f"chkwin.loader=-F,{c.sample_hz}")
         return " ".join(words)
 
-    def boot_spec(self, c, n):
+    def boot(self, c, n):
         """The n-th boot of c: run.py's flags, self-contained (the kernel,
         disk and files the boot reads, its settings and phase seed, so a
         batch node builds nothing), its results in a directory of its own."""
-        out = self.top / f"{c['name']}-{n}"
+        out = self.top / f"{c.name}-{n}"
         scenario = "record" if c.kind in TRACED else self.args.workload
         smp = 1 if c.clock == "icount" else (2 if self.args.clock == "icount"
                                                  else self.args.smp)
@@ -673,6 +598,148 @@ class Experiment:
                                         self.args.shift)
         return bootrunner.Boot(out, flags, self.args.mem, limit, tuple(files))
 
+
+class Experiment:
+    """The run: its record (analysis/documents.py), made once, updated as
+    the plan is fixed and as each boot finishes, and saved each time; its
+    Plan; its boots (Specs), handed to the engine in batches."""
+
+    def __init__(self, top, args, engine, artifacts):
+        self.top, self.args, self.engine = top, args, engine
+        self.doc = documents.ExperimentDoc(seed=args.seed, conditions=conditions(args),
+                                           boots=[], settings=settings(args, engine))
+        self.conds, self.boots = self.doc.conditions, self.doc.boots
+        self.missing = self.doc.missing     # boots lost on every attempt
+        self.settings = self.doc.settings
+        self.plan = Plan(args, self.doc, top)
+        self.specs = Specs(top, args, artifacts)
+        self.counted = False        # a counting round has been handed out
+        self.started = time.monotonic()
+
+    def watch(self, flavour, path):
+        """The boots of flavour watch the windows file at path."""
+        self.specs.windows[flavour] = path
+        self.settings.windows[flavour] = [w.name for w in windows.read(path)]
+
+    def engine_checked(self):
+        """The engine's slots as its check found them."""
+        self.settings.jobs = self.engine.slots
+        self.settings.engine_detail = self.engine.describe()
+
+    def save(self):
+        tmp = self.top / ".experiment.json.tmp"
+        tmp.write_text(json.dumps(self.doc.to_json(), indent=1) + "\n")
+        os.replace(tmp, self.top / "experiment.json")
+
+    def estimate(self, c):
+        """Wall seconds the next boot of c will take: as its last one did;
+        before it has one, as the last walker boot on its clock did (a
+        boot ended by --passes takes its passes' time, not its seconds'),
+        else its guest seconds and OVERHEAD."""
+        done = self.doc.boots_of(c.name)
+        if done:
+            return done[-1].wall_seconds
+        kinds = {x.name: x for x in self.conds}
+        if c.kind in WALKER and not c.singlestep:
+            like = [b for b in self.boots if kinds[b.condition].kind in WALKER
+                    and kinds[b.condition].clock == c.clock
+                    and not kinds[b.condition].singlestep]
+            if like:
+                return like[-1].wall_seconds
+        return self.specs.seconds(c) * (4 if c.singlestep else 1) + OVERHEAD
+
+    def batch(self, rng):
+        """The boots to run before the plan can change again, as rounds
+        (one boot of every condition still short, in an order shuffled
+        with rng): the whole pilot; else rounds until the A/A's blinded
+        look (both flavours at its midpoint) or the plan's end, as many as
+        the budget's projection admits (the first counting round always
+        runs; a batch the projection stopped is followed by another, planned
+        on the times its boots took): [[(condition, n)]], empty when the plan
+        is done or the budget admits no further round."""
+        pilot = [(c, planning.PILOT_BOOTS - tried(self.doc, c)) for c in self.conds
+                 if c.kind == "pilot"]
+        if any(left > 0 for _, left in pilot):
+            due = [c for c, left in pilot for _ in range(left)]
+            rng.shuffle(due)
+            return [number(due, {c.name: tried(self.doc, c) for c in self.conds})]
+        have = {c.name: tried(self.doc, c) for c in self.conds}
+        aa = [c for c in self.conds if c.kind == "aa"]
+        s = self.settings
+        look = planning.midpoint(s.aa_boots) if aa and s.aa_boots and \
+            s.plan_reestimated is None else None
+        rounds, seconds = [], 0.0
+        while True:
+            due = [c for c in self.conds if have[c.name] < self.plan.planned(c)]
+            if not due:
+                return rounds
+            cost = sum(self.estimate(c) for c in due)
+            ahead = (seconds + cost) / min(s.jobs, sum(map(len, rounds)) + len(due))
+            if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
+                if not rounds:
+                    print(f"demo: another round would pass the {self.args.budget:g}-minute "
+                          f"budget, which cuts the plan short: "
+                          f"{', '.join(c.name for c in due)} wanted more", flush=True)
+                # Else asked again after these, with the times they took.
+                return rounds
+            seconds += cost
+            rng.shuffle(due)
+            rounds.append(number(due, have))
+            self.counted = True
+            if look and all(have[c.name] >= look for c in aa):
+                return rounds
+
+    def run_batch(self, rounds, first):
+        """The rounds' boots, handed to the engine in round order; each is
+        recorded (and experiment.json saved) as it finishes.  first is the
+        first round's number."""
+        boots, where = [], {}
+        for rnd, due in enumerate(rounds, first):
+            for slot, (c, n) in enumerate(due, 1):
+                boot = self.specs.boot(c, n)
+                boots.append(boot)
+                where[id(boot)] = (c, n, rnd, slot)
+        finished, failed = [], []
+
+        def record(outcome):
+            c, n, rnd, slot = where[id(outcome.boot)]
+            finished.append(outcome)
+            if outcome.lost:
+                self.missing.append(documents.Missing(
+                    condition=c.name, dir=outcome.boot.out.name, round=rnd, slot=slot,
+                    phase_seed=self.specs.phase_seed(c, n) if c.clock == "icount" else None,
+                    attempts=outcome.attempts, reason=outcome.reason))
+                self.save()
+                print(f"demo: [{rnd}.{slot}] {outcome.boot.out.name}: MISSING after "
+                      f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
+                return
+            if outcome.returncode != 0:
+                # The boots running finish and are recorded; no more start.
+                failed.append(f"boot {outcome.boot.out.name} failed: "
+                              f"{outcome.reason or f'run.py exited {outcome.returncode}'}")
+                print(f"demo: [{rnd}.{slot}] {failed[-1]}; no more boots start", flush=True)
+                return bootrunner.STOP
+            b = self.record(c, rnd, slot, outcome)
+            self.boots.append(b)
+            self.boots.sort(key=lambda x: (x.round, x.slot))
+            self.save()
+            print(f"demo: [{rnd}.{slot}] {b.dir}: {b.failures_total} checksum "
+                  f"failures in {b.calls} calls, {b.wall_seconds:.0f} s wall"
+                  + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""),
+                  flush=True)
+
+        def status():
+            return f"{len(finished)} of {len(boots)} boots done"
+        with heartbeat("demo", status, stream=sys.stdout):
+            bootrunner.run(self.engine, boots, self.args.retries, record,
+                           say=lambda line: print(f"demo: {line}", flush=True))
+        self.save()
+        if failed:
+            die(f"{failed[0]}; everything recorded so far is in {self.top}")
+        self.plan.from_pilot()
+        self.plan.reestimate()
+        self.save()
+
     def record(self, c, rnd, slot, outcome):
         """A finished boot's record in experiment.json."""
         out, status = outcome.boot.out, outcome.status
@@ -681,7 +748,7 @@ class Experiment:
                 f"(not a chkwin kernel with the window patch?)")
         b = documents.Boot(
             condition=c.name, round=rnd, slot=slot, dir=out.name,
-            guest_seconds=self.seconds(c), wall_seconds=outcome.wall_seconds,
+            guest_seconds=self.specs.seconds(c), wall_seconds=outcome.wall_seconds,
             calls=status["checksum_calls"], kernel=status["kernel"],
             failures=status["checksum_failures"],
             failures_total=status["checksum_failures_total"],
@@ -755,7 +822,7 @@ def run(args):
     # The scheduler before anything is built; the nodes once the boots are known.
     if args.engine == "slurm":
         engine.check_scheduler()
-    flavours = sorted({c.flavour for c in plan(args)})
+    flavours = sorted({c.flavour for c in conditions(args)})
     artifacts = Artifacts(flavours)
     exp = Experiment(top, args, engine, artifacts)
     exp.settings.loop_instructions = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
@@ -766,7 +833,7 @@ def run(args):
             artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows"))
     exp.save()
     # Every kernel, disk and file a boot reads, checked where it will run.
-    engine.check([exp.boot_spec(c, 1) for c in exp.conds])
+    engine.check([exp.specs.boot(c, 1) for c in exp.conds])
     exp.engine_checked()
     exp.save()
     rng = random.Random(args.seed)
@@ -776,11 +843,11 @@ def run(args):
     planned = False
     try:
         while True:
-            if not planned and exp.fixed():
+            if not planned and exp.plan.fixed():
                 planned = True
                 exp.save()
                 print(f"demo: the plan, fixed before the first counting boot: "
-                      f"{exp.plan_text()}", flush=True)
+                      f"{exp.plan.text()}", flush=True)
             rounds = exp.batch(rng)
             if not rounds:
                 break
@@ -797,7 +864,7 @@ def run(args):
             rnd += len(rounds)
     finally:
         engine.close()
-    exp.power_got()
+    exp.plan.power_got()
     exp.save()
     walk_recorded(top, exp.boots)
     return top, exp.doc
@@ -813,10 +880,10 @@ def walk_recorded(top, boots):
                                "--failure", "all"], capture_output=True, text=True)
         last = (proc.stdout.strip().splitlines() or [""])[-1]
         if proc.returncode == 0 or last.startswith("walk: "):
-            print(f"demo: {b['dir']}: {last}", flush=True)
+            print(f"demo: {b.dir}: {last}", flush=True)
         else:
             why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            print(f"demo: {b['dir']}: the walk failed: {why}", flush=True)
+            print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
 
 
 def point_latest(results, top):
