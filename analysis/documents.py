@@ -20,8 +20,25 @@ class ExperimentError(Exception):
     pass
 
 
+class Record:
+    """A record whose JSON is its fields, a key each (nested records too)."""
+    # Fields of one kind of record only, which the others' JSON leaves out.
+    omitted_when_none = ()
+
+    def to_json(self):
+        d = dataclasses.asdict(self)
+        for k in self.omitted_when_none:
+            if d[k] is None:
+                del d[k]
+        return d
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**d)
+
+
 @dataclass(kw_only=True)
-class Condition:
+class Condition(Record):
     """One condition of the experiment (analysis/design.py); its name is
     its boots' directory prefix."""
     name: str
@@ -32,20 +49,11 @@ class Condition:
     kind: str
     clock: str = "host"
     sample_hz: int | None = None    # the sampler rate of a rate-dose condition
-
-    def to_json(self):
-        d = dataclasses.asdict(self)
-        if self.kind != "rate":
-            del d["sample_hz"]
-        return d
-
-    @classmethod
-    def from_json(cls, d):
-        return cls(**d)
+    omitted_when_none = ("sample_hz",)
 
 
 @dataclass(kw_only=True)
-class Boot:
+class Boot(Record):
     """A finished boot's result."""
     condition: str
     round: int
@@ -64,22 +72,17 @@ class Boot:
     host: str | None = None
     attempts: int = 1
     arrivals_per_s: float | None = None    # rate boots: the dose
-
-    def to_json(self):
-        d = dataclasses.asdict(self)
-        if self.arrivals_per_s is None:
-            del d["arrivals_per_s"]
-        return d
+    omitted_when_none = ("arrivals_per_s",)
 
     @classmethod
     def from_json(cls, d):
         b = cls(**d)
-        int(b.calls), int(b.failures_total)
+        int(b.calls), int(b.failures_total)     # numbers, or the record is damaged
         return b
 
 
 @dataclass(kw_only=True)
-class Missing:
+class Missing(Record):
     """A boot lost on every attempt (its task killed)."""
     condition: str
     dir: str
@@ -89,16 +92,9 @@ class Missing:
     attempts: int
     reason: str
 
-    def to_json(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d):
-        return cls(**d)
-
 
 @dataclass(kw_only=True)
-class Settings:
+class Settings(Record):
     """How the run was made and planned: guest/lab_demo.py's flags, and the
     plan as it was fixed (plan_*: analysis/planning.py's dictionaries)."""
     engine: str | None = None
@@ -133,13 +129,6 @@ class Settings:
     sample_hz: int
     windows: dict = field(default_factory=dict)    # {flavour: window names}
     workload: str
-
-    def to_json(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, d):
-        return cls(**d)
 
 
 @dataclass(kw_only=True)
@@ -297,7 +286,7 @@ class Completion:
 
 
 @dataclass
-class Failure:
+class Failure(Record):
     """A checksum verdict that failed, traced back to the calls that fed
     it (analysis/correlate.py); the fields in the order the JSON has them."""
     kind: str
@@ -317,9 +306,6 @@ class Failure:
     window_arrivals: list[Arrival]
     block_sector: int | None
     block: Completion | None
-
-    def to_json(self):
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, d):

@@ -170,6 +170,25 @@ def test_a_damaged_experiment_record_is_one_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and "not an experiment record" in proc.stderr
 
 
+def test_a_record_reads_back_as_it_was_written():
+    """to_json and from_json of every record in experiment.json agree; a
+    key of one kind of record (a rate condition's sampler, a rate boot's
+    arrivals) is left out of the others'."""
+    rate = dict(cond("unpatched-gcc49-F0", "unpatched", "gcc49", "rate"), sample_hz=0)
+    b = boot(rate["name"], 1, 3, M, 1)
+    b["arrivals_per_s"] = 2000.0
+    lost = {"condition": "patched-off", "dir": "patched-off-2", "round": 2, "slot": 4,
+            "phase_seed": None, "attempts": 3, "reason": "CANCELLED"}
+    d = doc(balanced([5, 3], [4, 6]) + [b], CONDS + [rate], plan={"patched-off": 2})
+    d.missing = [documents.Missing.from_json(lost)]
+    text = d.to_json()
+    assert list(text) == ["version", "seed", "conditions", "boots", "missing", "settings"]
+    assert documents.ExperimentDoc.from_json(json.loads(json.dumps(text))) == d
+    assert [("sample_hz" in c) for c in text["conditions"]] == [False] * 4 + [True]
+    assert [("arrivals_per_s" in x) for x in text["boots"]] == [False] * 6 + [True]
+    assert text["missing"] == [lost]
+
+
 def test_a_record_of_another_version_is_one_line(tmp_path):
     """experiment.json carries its version: a record without one, or of
     another, is refused in one line that says which."""
