@@ -1,8 +1,8 @@
 """How far the demo's answers can be trusted: whole demos simulated as
 experiment.json documents, planned by the demo's own plan (planning.py:
 pilot, upper bound of the dispersion, blinded look at the midpoint) and
-analysed by the demo's own functions (experiment.comparisons,
-experiment.model_rows, experiment.model_fit), their error rates counted.
+analysed by the demo's own statistics (experiment.Results: comparisons,
+model_rows, model_check), their error rates counted.
 
 A simulated demo has the icount demo's conditions (design.conditions):
 the listing's window and off for two flavours and the loop of width 1 at
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis import design
+from analysis import documents
 from analysis import experiment
 from analysis import model
 from analysis import planning
@@ -130,7 +131,7 @@ def simulate(phi, mean_a, mean_b, boots, margin, sims, seed=0):
         a = draw(rng, mean_a, phi, boots)
         b = draw(rng, mean_b, phi, boots)
         both = ([(int(k), exposure) for k in a], [(int(k), exposure) for k in b])
-        # As experiment.conditions_spread fits it: within pairs where both
+        # As experiment.Results.fit fits it: within pairs where both
         # sides fail, else each side's boots about its own rate.
         pairs = verdict.fit_blocked(both, [range(boots), range(boots)]) \
             if a.sum() and b.sum() else verdict.fit(*both)
@@ -160,11 +161,14 @@ class Demo:
         self.rng, self.aa_ratio, self.margin = rng, aa_ratio, margin
         self.conds = design.conditions(FLAVOURS, "icount", AA_WIDTH, recorded=False,
                                        controls=False)
-        self.boots, self.seeds = [], {}
-        self.doc = {"seed": 0, "conditions": self.conds, "boots": self.boots,
-                    "settings": {"clock": "icount", "shift": SHIFT, "margin": margin,
-                                 "window": design.primary_window("icount"),
-                                 "loop_instructions": LOOP_INSNS, "boots": BOOTS}}
+        self.seeds = {}
+        self.doc = documents.ExperimentDoc(
+            seed=0, conditions=self.conds, boots=[],
+            settings=documents.Settings(
+                clock="icount", shift=SHIFT, margin=margin, smp=1,
+                window=design.primary_window("icount"), loop_instructions=LOOP_INSNS,
+                boots=BOOTS, boot_seconds=30, record_seconds=0, sample_hz=0,
+                workload="inode-loop"))
 
     def seed_factor(self, label, n):
         """The shared factor of the n-th seed of label (drawn once)."""
@@ -174,22 +178,23 @@ class Demo:
 
     def boot(self, c, n):
         calls = int(CALLS * self.rng.uniform(0.92, 1.0))
-        mean = calls * model.per_call(c["window"], c["width"], INTERRUPTS, SHIFT, LOOP_INSNS)
-        if c["kind"] == "aa" and c["flavour"] == FLAVOURS[1]:
+        mean = calls * model.per_call(c.window, c.width, INTERRUPTS, SHIFT, LOOP_INSNS)
+        if c.kind == "aa" and c.flavour == FLAVOURS[1]:
             mean *= self.aa_ratio
-        if (c["name"], n) == self.outlier:
+        if (c.name, n) == self.outlier:
             mean *= 2
-        label = "pilot" if c["kind"] == "pilot" else "phase"
+        label = "pilot" if c.kind == "pilot" else "phase"
         k = self.draw(self.rng, mean, self.seed_factor(label, n))
-        self.boots.append({"condition": c["name"], "round": n, "slot": 1,
-                           "dir": f"{c['name']}-{n}", "calls": calls,
-                           "failures_total": k, "failures": {"inode": k},
-                           "phase_seed": n + (10_000 if label == "pilot" else 0),
-                           "clock": {"kind": "icount", "shift": SHIFT},
-                           "interrupts": INTERRUPTS, "guest_seconds": 30})
+        # No wall time: nothing here reads it.
+        self.doc.boots.append(documents.Boot(
+            condition=c.name, round=n, slot=1, dir=f"{c.name}-{n}", calls=calls,
+            failures_total=k, failures={"inode": k},
+            phase_seed=n + (10_000 if label == "pilot" else 0),
+            clock={"kind": "icount", "shift": SHIFT}, interrupts=INTERRUPTS,
+            guest_seconds=30, wall_seconds=0.0))
 
     def of(self, kind):
-        return [c for c in self.conds if c["kind"] == kind]
+        return self.doc.select(kind=kind)
 
     def run(self, power=PLAN_POWER, cap=MAX_BOOTS):
         """The demo's order: pilot, plan, counting boots, A/A to the
@@ -197,11 +202,11 @@ class Demo:
         for c in self.of("pilot"):
             for n in range(1, planning.PILOT_BOOTS + 1):
                 self.boot(c, n)
-        pilot = [experiment.counts(self.doc, c["name"]) for c in self.of("pilot")]
+        pilot = [self.doc.counts(c.name) for c in self.of("pilot")]
         plan = planning.plan_aa(pilot[0] + pilot[1], None, self.margin, power, cap)[0]
         aa = self.of("aa")
         if self.scenario == "outlier":
-            self.outlier = (aa[int(self.rng.integers(2))]["name"],
+            self.outlier = (aa[int(self.rng.integers(2))].name,
                             int(self.rng.integers(1, plan["boots"] + 1)))
         for c in self.of("counting") + self.of("control"):
             for n in range(1, BOOTS + 1):
@@ -213,8 +218,9 @@ class Demo:
             for c in aa:
                 self.boot(c, n)
             if again is None:
-                counts = [experiment.counts(self.doc, c["name"]) for c in aa]
-                blocks = [experiment.blocks(self.doc, c["name"]) for c in aa]
+                counts = [self.doc.counts(c.name) for c in aa]
+                res = experiment.Results(self.doc)
+                blocks = [res.blocks(c.name) for c in aa]
                 again = planning.look(*counts, *blocks, self.margin, power, cap, planned)
                 if again:
                     planned = again["boots"]
@@ -247,15 +253,15 @@ def analyse(doc, aa_ratio, tally):
     """The demo's own analysis of one simulated record, tallied."""
     control = model.fatal_boundaries("gcc49", 1, LOOP_INSNS) / \
         model.fatal_boundaries("gcc49-exact", 1)
-    rows = experiment.model_rows(doc)
-    found = experiment.comparisons(doc, rows)
+    res = experiment.Results(doc)
+    found = list(res.comparisons)
     # The listing's window in both flavours: a null comparison at 16
     # failures a boot and 4 boots, as the host-clock demo's flavour verdict
     # is (and the issue's low-count case), through the same functions.
-    exact = experiment._cond(doc, kind="counting", window="gcc49-exact")
+    exact = doc.select(kind="counting", window="gcc49-exact")
     found.append({"key": "exact flavours", "verdict": verdict.compare(
-        experiment.counts(doc, exact[1]["name"]), experiment.counts(doc, exact[0]["name"]),
-        doc["settings"]["margin"], spread=experiment.comparison_spread(doc, exact))})
+        doc.counts(exact[1].name), doc.counts(exact[0].name),
+        doc.settings.margin, spread=res.comparison_spread(exact))})
     for c in found:
         v, key = c["verdict"], c["key"]
         truth = {"window": math.inf, "control": control, "flavour": aa_ratio,
@@ -266,13 +272,13 @@ def analyse(doc, aa_ratio, tally):
             tally.add(f"{key} false differs", v.kind == "differs")
             if key == "flavour":
                 tally.add(f"{key} power", v.kind == "equivalent")
-        elif math.isfinite(truth) and abs(truth - (1 + doc["settings"]["margin"])) < 1e-9:
+        elif math.isfinite(truth) and abs(truth - (1 + doc.settings.margin)) < 1e-9:
             tally.add(f"{key} false equivalence", v.within_margin)
         else:
             tally.add(f"{key} power", v.kind == "differs")
     if aa_ratio != 1:
         return      # the patched A/A is not what the model predicts: no false misfit
-    check = experiment.model_fit(rows)
+    check = res.model_check
     tally.add("model false misfit", check["p"] < 0.05)
     for g in check["by_w"]:
         tally.add(f"model W={g['W']} false differs", g["kind"] == "differs")

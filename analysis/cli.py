@@ -23,8 +23,8 @@ import sys
 from analysis import chkwinlog
 from analysis import compare
 from analysis import correlate
-from analysis import fsgeom
 from analysis import summary
+from analysis.documents import FAILURE_CSV
 
 PROG = "chkwin-analyze"
 
@@ -35,22 +35,13 @@ class Fail(Exception):
 
 def load(path, args):
     try:
-        log = chkwinlog.read(path)
-    except chkwinlog.LogError as e:
-        raise Fail(f"{path}: corrupt log: {e}") from None
-    except OSError as e:
-        raise Fail(f"{path}: {e.strerror}") from None
-    if log.status == "truncated":
-        print(f"{PROG}: warning: {path}: truncated ({log.reason}); "
-              "analysing the records before the end", file=sys.stderr)
-    try:
-        geo = fsgeom.find(path, args.geometry, args.image)
-    except fsgeom.GeometryError as e:
+        return correlate.load(path, args.geometry, args.image, warn)
+    except correlate.LoadError as e:
         raise Fail(str(e)) from None
-    try:
-        return log, correlate.Correlation(log, geo)
-    except chkwinlog.LogError as e:
-        raise Fail(f"{path}: cannot analyse: {e}") from None
+
+
+def warn(line):
+    print(f"{PROG}: warning: {line}", file=sys.stderr)
 
 
 def cmd_read(args):
@@ -77,26 +68,8 @@ def cmd_summary(args):
     print(json.dumps(s, indent=1) if args.json else summary.text(s), end="\n" if args.json else "")
 
 
-CSV_FAILURE = ["ino", "kind", "meta_block", "dev", "ts", "cpu", "tid", "source",
-               "attributed", "group_calls",
-               "call_caller", "call_ts", "call_end_ns", "window_arrival_ts",
-               "window_arrival_offset_ns", "window_arrival_position",
-               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu"]
 CSV_ARRIVAL = ["call_ts", "call_end_ns", "cpu", "caller", "source", "ts",
                "offset_ns", "position", "class", "func", "offset", "pc"]
-
-
-def _flat(f):
-    w = f["window_arrivals"][0] if f["window_arrivals"] else {}
-    c, b = f["call"] or {}, f["block"] or {}
-    return [f["ino"], f["kind"], "" if f["meta_block"] is None else f["meta_block"],
-            f["dev"], f["ts"], f["cpu"], f["tid"], f["source"],
-            int(f["attributed"]), f["group_calls"], c.get("caller", ""),
-            c.get("ts", ""), c.get("end_ns", ""), w.get("ts", ""),
-            w.get("offset_ns", ""), w.get("position", ""),
-            "" if f["block_sector"] is None else f["block_sector"],
-            b.get("ts", ""), b.get("cpu", ""), b.get("latency_ns", ""),
-            "" if not b else int(b["cross_cpu"])]
 
 
 def cmd_correlate(args):
@@ -122,8 +95,8 @@ def cmd_correlate(args):
         return
     if args.format == "csv":
         w = csv.writer(out)
-        w.writerow(CSV_FAILURE)
-        w.writerows(_flat(f) for f in corr.failures)
+        w.writerow(FAILURE_CSV)
+        w.writerows(f.csv_row() for f in corr.failures)
         return
     json.dump({"log": str(args.log), "status": log.status,
                "truncated": log.status == "truncated",
@@ -134,7 +107,8 @@ def cmd_correlate(args):
                "window_hit_outcomes": corr.outcomes_by_caller(),
                "failures_by_kind": {k: {"failures": n, "attributed": a}
                                     for k, (n, a) in corr.by_kind().items()},
-               "failures": corr.failures, "attributed": corr.attributed()},
+               "failures": [f.to_json() for f in corr.failures],
+               "attributed": corr.attributed()},
               out, indent=1)
     out.write("\n")
 
@@ -182,16 +156,18 @@ def cmd_compare(args):
 
 
 def cmd_report(args):
-    from analysis import experiment
+    from analysis import documents
     from analysis import report
     top = pathlib.Path(args.dir)
     if (top / "experiment.json").exists() and not args.logs:
         try:
-            doc = experiment.load(top)
-        except experiment.ExperimentError as e:
+            doc = documents.load(top)
+        except documents.ExperimentError as e:
             raise Fail(str(e)) from None
-        logs = [str(top / b) for b in experiment.recorded_dirs(doc)]
-        lines = report.write_experiment(top, doc, [(p, *load(p, args)) for p in logs])
+        try:
+            lines = report.write_experiment(top, doc, args.geometry, args.image, warn)
+        except correlate.LoadError as e:
+            raise Fail(str(e)) from None
         print(f"wrote {top}/report.html and report.md")
         for _, text in lines:
             print(f"verdict: {text}")
@@ -205,29 +181,31 @@ def cmd_report(args):
 
 
 def cmd_pool(args):
+    from analysis import decisions
+    from analysis import documents
     from analysis import experiment
+    from analysis import tables
     try:
-        doc = experiment.pool([experiment.load(d) for d in args.dirs], args.dirs,
-                              args.allow_different)
-    except experiment.ExperimentError as e:
+        doc, differences = documents.pool([documents.load(d) for d in args.dirs], args.dirs,
+                                          args.allow_different)
+    except documents.ExperimentError as e:
         raise Fail(str(e)) from None
+    res = experiment.Results(doc)
     print(f"pooled {len(args.dirs)} runs: the verdicts' error rates hold for a plan "
           "fixed in advance, not for runs pooled until a verdict came")
-    for d in doc["differences"]:
+    for d in differences:
         print(f"pooled despite a difference: {d}")
     print()
-    rows = experiment.conditions(doc)
-    table = experiment.condition_table([r for r in rows if r["kind"] != "recorded"])
+    table = tables.condition_table([r for r in res.condition_rows if r["kind"] != "recorded"])
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for line in table:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
     print()
-    doses = [d for d in (experiment.dose(doc, w) for w in experiment.DOSES) if d]
-    for key, text in experiment.decisions(doc, [], doses):
+    for key, text in decisions.verdicts(res):
         if key in ("window", "flavour", "dose", "rate-dose"):
             print(f"verdict: {text}")
     print()
-    for line in experiment.boot_rates(doc):
+    for line in tables.boot_rates(doc):
         print(line)
 
 

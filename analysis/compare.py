@@ -33,7 +33,7 @@ def slices(log, corr, calls):
     start, seconds = log.first_ns(), log.duration_s()
     if seconds <= 0:
         return [(len(corr.failures), calls)]
-    at = [min(SLICES - 1, max(0, int((f["ts"] - start) / 1e9 / seconds * SLICES)))
+    at = [min(SLICES - 1, max(0, int((f.ts - start) / 1e9 / seconds * SLICES)))
           for f in corr.failures]
     return [(at.count(i), calls / SLICES) for i in range(SLICES)]
 

@@ -22,6 +22,8 @@ import numpy as np
 
 from analysis import chkwinlog
 from analysis import flight
+from analysis import fsgeom
+from analysis.documents import Arrival, Call, Completion, Failure
 from analysis.chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
 WINDOW_CLASS = chkwinlog.CLASSES.index("window")
@@ -139,6 +141,33 @@ def verdict_kind(rec, source):
     return INODE_KIND
 
 
+class LoadError(Exception):
+    """A log that cannot be analysed, said in one line."""
+
+
+def load(path, geometry=None, image=None, warn=None):
+    """(log, Correlation) of the log at path, with the test disk's geometry
+    from geometry, image or beside the log (fsgeom.find); LoadError when
+    it cannot be had.  warn(line) hears of a truncated log, whose records
+    before the end are analysed."""
+    try:
+        log = chkwinlog.read(path)
+    except chkwinlog.LogError as e:
+        raise LoadError(f"{path}: corrupt log: {e}") from None
+    except OSError as e:
+        raise LoadError(f"{path}: {e.strerror}") from None
+    if log.status == "truncated" and warn:
+        warn(f"{path}: truncated ({log.reason}); analysing the records before the end")
+    try:
+        geo = fsgeom.find(path, geometry, image)
+    except fsgeom.GeometryError as e:
+        raise LoadError(str(e)) from None
+    try:
+        return log, Correlation(log, geo)
+    except chkwinlog.LogError as e:
+        raise LoadError(f"{path}: cannot analyse: {e}") from None
+
+
 class Correlation:
     def __init__(self, log, geometry=None):
         log.check_analysable()
@@ -241,62 +270,59 @@ class Correlation:
             call = int(group[-1]) if len(group) else None
         c = record(self.log, "chksum", self.calls["row"][call]) if call is not None else None
         metadata = kind != INODE_KIND
-        out = {
-            "kind": kind_name(self.caller_names, kind),
-            "ino": int(v["ino"]), "dev": int(v["dev"]), "ts": int(v["ts"]),
-            "meta_block": int(v["block"]) if metadata else None,
-            "cpu": int(v["cpu"]), "tid": int(v["tid"]), "source": self.source,
-            "stored": int(v["stored"]) if self.source == "verify" else None,
-            "computed": int(v["computed"]) if self.source == "verify" else None,
-            "group_calls": len(group),
-            "attributed": bool(len(hits)),
-            "history_covered": flight.covered(self.log, int(v["cpu"]), int(v["ts"]), prev),
-            "call": None if c is None else {
-                "ts": int(c["ts"]), "end_ns": int(c["end_ns"]), "cpu": int(c["cpu"]),
-                "caller": self.caller_names.get(int(c["caller"]), str(c["caller"])),
-                "length": int(c["length"]), "seed": int(c["seed"]),
-                "result": int(c["result"]), "irqs": int(c["irqs"])},
-            "window_arrivals": [self.arrival_dict(i) for i in hits
-                                if a.call[i] == call],
-        }
-        out.update(self._block(v) if not metadata else {"block_sector": None, "block": None})
-        return out
+        sector, block = self._block(v) if not metadata else (None, None)
+        return Failure(
+            kind=kind_name(self.caller_names, kind),
+            ino=int(v["ino"]), dev=int(v["dev"]), ts=int(v["ts"]),
+            meta_block=int(v["block"]) if metadata else None,
+            cpu=int(v["cpu"]), tid=int(v["tid"]), source=self.source,
+            stored=int(v["stored"]) if self.source == "verify" else None,
+            computed=int(v["computed"]) if self.source == "verify" else None,
+            group_calls=len(group),
+            attributed=bool(len(hits)),
+            history_covered=flight.covered(self.log, int(v["cpu"]), int(v["ts"]), prev),
+            call=None if c is None else Call(
+                ts=int(c["ts"]), end_ns=int(c["end_ns"]), cpu=int(c["cpu"]),
+                caller=self.caller_names.get(int(c["caller"]), str(c["caller"])),
+                length=int(c["length"]), seed=int(c["seed"]),
+                result=int(c["result"]), irqs=int(c["irqs"])),
+            window_arrivals=[self.arrival(i) for i in hits if a.call[i] == call],
+            block_sector=sector, block=block)
 
     def by_kind(self):
         """{kind: (failures, attributed)}."""
         out = {}
         for f in self.failures:
-            n, a = out.get(f["kind"], (0, 0))
-            out[f["kind"]] = (n + 1, a + f["attributed"])
+            n, a = out.get(f.kind, (0, 0))
+            out[f.kind] = (n + 1, a + f.attributed)
         return out
 
-    def arrival_dict(self, i):
+    def arrival(self, i):
         a = self.arrivals
-        return {"source": str(a.source[i]), "ts": int(a.ts[i]), "cpu": int(a.cpu[i]),
-                "offset_ns": int(a.offset_ns[i]), "position": float(a.position[i]),
-                "pc": int(a.pc[i]), "func": int(a.func[i]),
-                "offset": int(a.offset[i])}
+        return Arrival(source=str(a.source[i]), ts=int(a.ts[i]), cpu=int(a.cpu[i]),
+                       offset_ns=int(a.offset_ns[i]), position=float(a.position[i]),
+                       pc=int(a.pc[i]), func=int(a.func[i]), offset=int(a.offset[i]))
 
     def _block(self, v):
-        """The latest completion that brought v's inode-table block in."""
-        none = {"block_sector": None, "block": None}
+        """(sector, Completion): the sector of v's inode-table block and the
+        latest completion that brought it in; None for what is unknown."""
         if self.geometry is None:
-            return none
+            return None, None
         where = self.geometry.inode_sectors(v["ino"])
         if where is None:
-            return none
+            return None, None
         sector, count = where
         c = self.completions
         ok = ((c["dev"] == v["dev"]) & (c["sector"] <= sector)
               & (c["sector"] + c["nr_sectors"] >= sector + count) & (c["ts"] <= v["ts"]))
         idx = np.nonzero(ok)[0]
         if not len(idx):
-            return {"block_sector": sector, "block": None}
+            return sector, None
         b = c[idx[-1]]
-        return {"block_sector": sector, "block": {
-            "ts": int(b["ts"]), "cpu": int(b["cpu"]), "sector": int(b["sector"]),
-            "nr_sectors": int(b["nr_sectors"]), "latency_ns": int(v["ts"] - b["ts"]),
-            "cross_cpu": bool(b["cpu"] != v["cpu"])}}
+        return sector, Completion(
+            ts=int(b["ts"]), cpu=int(b["cpu"]), sector=int(b["sector"]),
+            nr_sectors=int(b["nr_sectors"]), latency_ns=int(v["ts"] - b["ts"]),
+            cross_cpu=bool(b["cpu"] != v["cpu"]))
 
     def window_totals(self):
         """(calls with a window arrival, window arrivals) of the whole run.
@@ -313,7 +339,7 @@ class Correlation:
         return int(len(self.window_calls)), int(np.count_nonzero(self.arrivals.window))
 
     def attributed(self):
-        return sum(f["attributed"] for f in self.failures)
+        return sum(f.attributed for f in self.failures)
 
     def latencies_ns(self):
-        return [f["block"]["latency_ns"] for f in self.failures if f["block"]]
+        return [f.block.latency_ns for f in self.failures if f.block]

@@ -1,7 +1,8 @@
 """The conditions of a lab experiment: what guest/lab_demo.py boots and
-analysis/experiment.py compares (and analysis/calibration.py simulates).
-A condition is a dict: name (its boots' directory prefix), flavour,
-window, width, singlestep, kind, clock (and sample_hz for a rate dose)."""
+analysis/experiment.py compares (and analysis/calibration.py simulates),
+as analysis/documents.py's Conditions."""
+
+from analysis.documents import Condition
 
 
 def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
@@ -13,11 +14,9 @@ def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
     name = f"{flavour}-{window}" + (f"-w{width}" if width != 1 else "") + \
         ("-singlestep" if singlestep else "") + ("-recorded" if kind == "recorded" else "") + \
         (f"-F{sample_hz}" if kind == "rate" else "")
-    c = {"name": name, "flavour": flavour, "window": window, "width": width,
-         "singlestep": singlestep, "kind": kind, "clock": clock}
-    if kind == "rate":
-        c["sample_hz"] = sample_hz
-    return c
+    return Condition(name=name, flavour=flavour, window=window, width=width,
+                     singlestep=singlestep, kind=kind, clock=clock,
+                     sample_hz=sample_hz if kind == "rate" else None)
 
 
 def primary_window(clock):
@@ -45,7 +44,7 @@ def conditions(flavours, clock, aa_width, recorded=True, controls=True, widths=(
             for flavour in flavours:
                 c = condition(flavour, "gcc49", kind, width=aa_width, clock=clock)
                 if kind == "pilot":
-                    c["name"] += "-pilot"
+                    c.name += "-pilot"
                 conds.append(c)
     if recorded:
         for flavour in flavours:
@@ -55,7 +54,7 @@ def conditions(flavours, clock, aa_width, recorded=True, controls=True, widths=(
         for singlestep in (False, True):
             c = condition(first, "gcc49-exact", "recorded", singlestep=singlestep)
             if clock == "icount":
-                c["name"] += "-host"
+                c.name += "-host"
             conds.append(c)
     for width in widths:
         if width != 1:

@@ -67,12 +67,12 @@ def _failure_marks(corr, t0):
     of attributed failures; unattributed failures have func None."""
     marks = {}
     for f in corr.failures:
-        t = (f["ts"] - t0) / 1e9
-        hits = f["window_arrivals"] or [None]
+        t = (f.ts - t0) / 1e9
+        hits = f.window_arrivals or [None]
         for w in hits:
-            marks.setdefault(f["cpu"], []).append(
-                (t, w["func"] if w else None, w["offset"] if w else None,
-                 w["position"] if w else None))
+            marks.setdefault(f.cpu, []).append(
+                (t, w.func if w else None, w.offset if w else None,
+                 w.position if w else None))
     return marks
 
 
@@ -266,9 +266,9 @@ def function_map(log, corr, name, start, end, stem):
     wins = [w for w in log.windows() if start <= w[0] < start + size]
     fails = {}
     for f in corr.failures:
-        for w in f["window_arrivals"]:
-            if start <= w["pc"] < start + size:
-                fails.setdefault(f["cpu"], []).append(((f["ts"] - t0) / 1e9, w["pc"] - start))
+        for w in f.window_arrivals:
+            if start <= w.pc < start + size:
+                fails.setdefault(f.cpu, []).append(((f.ts - t0) / 1e9, w.pc - start))
     columns, mesh = {}, None
     for r, cpu in enumerate(cpus):
         ax = axes[r][0]

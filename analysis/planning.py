@@ -141,8 +141,8 @@ def look(a, b, blocks_a, blocks_b, margin, power, cap, planned, now=False):
 def predicted_per_boot(cond, pilot_boots, shift, loop_insns):
     """Failures a boot of cond, by the model, from the pilot's calls and
     interrupt counts (averaged over its boots)."""
-    return sum(b["calls"] * model.per_call(cond["window"], cond["width"], b["interrupts"],
-                                           shift, loop_insns)
+    return sum(b.calls * model.per_call(cond.window, cond.width, b.interrupts,
+                                        shift, loop_insns)
                for b in pilot_boots) / len(pilot_boots)
 
 

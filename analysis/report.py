@@ -10,10 +10,14 @@ import pathlib
 import re
 
 from analysis import compare
+from analysis import correlate
+from analysis import decisions
 from analysis import experiment
+from analysis import figures
 from analysis import heatmap
+from analysis import prose
 from analysis import summary
-from analysis import verdictplots
+from analysis import tables
 from analysis import walks
 
 STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
@@ -21,16 +25,6 @@ STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
          "overflow-x:auto;max-width:100%}td,th{border:1px solid #aaa;"
          "padding:2px 6px;font-size:90%}img{max-width:100%}"
          "pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>")
-
-
-def _spread_text(fit):
-    if not fit.df:
-        return ("no condition has two boots with failures, so the spread between boots "
-                "cannot be estimated and Poisson is assumed")
-    return ("each comparison's intervals carry the dispersion of its own conditions' "
-            "boots (quasi-Poisson, floored at Poisson's 1: never narrower than Poisson), "
-            f"with Student's t on its degrees of freedom; pooled over the experiment "
-            f"the dispersion is {fit.phi:.2g} on {fit.df} df")
 
 
 def _esc(value):
@@ -74,16 +68,14 @@ def failure_rows(corr):
              "block completion cpu", "latency (ms)", "cross-CPU"]]
     known = corr.log.window_known()
     for f in corr.failures:
-        b = f["block"]
-        rows.append([f["kind"], f["ino"],
-                     "-" if f["meta_block"] is None else f["meta_block"], f["ts"], f["cpu"],
-                     f["call"]["caller"] if f["call"] else "-",
-                     (", ".join(f"{w['source']} +{w['offset_ns']} ns" for w in
-                                f["window_arrivals"]) or "none")
-                     if known else "unknown (no window symbols)",
-                     b["cpu"] if b else "-",
-                     f"{b['latency_ns'] / 1e6:.3f}" if b else "-",
-                     b["cross_cpu"] if b else "-"])
+        b = f.block
+        rows.append([f.kind, f.ino, "-" if f.meta_block is None else f.meta_block, f.ts, f.cpu,
+                     f.call.caller if f.call else "-",
+                     (", ".join(f"{w.source} +{w.offset_ns} ns" for w in f.window_arrivals)
+                      or "none") if known else "unknown (no window symbols)",
+                     b.cpu if b else "-",
+                     f"{b.latency_ns / 1e6:.3f}" if b else "-",
+                     b.cross_cpu if b else "-"])
     return rows
 
 
@@ -135,112 +127,90 @@ def write(outdir, runs):
     verdict = compare.verdict(rows)
     ctable = compare.table(rows)
     h = ["<h1>chkwin report</h1>", f"<p><b>Verdict:</b> {_esc(verdict)}</p>",
-         f"<p>{_esc(experiment.LIMITS)}</p>",
+         f"<p>{_esc(prose.LIMITS)}</p>",
          "<h2>Comparison</h2>", _html_table(ctable), _img(outdir / "latency.png")]
     md = ["# chkwin report", "", f"**Verdict:** {_md(verdict)}", "",
-          _md(experiment.LIMITS), "", "## Comparison", "",
+          _md(prose.LIMITS), "", "## Comparison", "",
           _md_table(ctable), "", "![latency](latency.png)", ""]
     lh, lmd = _log_sections(outdir, runs)
     _page(outdir, h + lh, md + lmd)
     return verdict
 
 
-def write_experiment(outdir, doc, runs):
-    """An experiment's page.  runs: [(path, log, corr)] of its recorded
-    boots.  Returns the decision lines [(key, text)]."""
+def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
+    """The page of the experiment in directory outdir whose record is doc
+    (an ExperimentDoc), its verdicts first, its recorded boots' logs read
+    (correlate.load: geometry, image and warn; LoadError when one cannot
+    be).  Returns its Verdicts (analysis/decisions.py): the demo prints
+    them, as `chkwin-analyze report` does."""
     outdir = pathlib.Path(outdir)
-    by_dir = {pathlib.Path(p).parent.name: (log, corr) for p, log, corr in runs}
-    rows = experiment.conditions(doc)
-    rec = experiment.recorded(doc, by_dir)
-    doses = [d for d in (experiment.dose(doc, w) for w in experiment.DOSES) if d]
-    lines = experiment.decisions(doc, rec, doses)
-    seed = doc["seed"]
-    s = doc["settings"]
-    if s.get("clock") == "icount":
-        clock = (f"on the icount clock (-icount shift={s['shift']}, "
-                 f"{2 ** s['shift']} ns an instruction, 1 CPU, a phase seed a boot)")
-    else:
-        clock = f"on the host clock, {s['smp']} CPUs"
-    clock += f"; {experiment.plan_line(doc)}"
-    design = (f"{len(doc['boots'])} boots of {s['boot_seconds']} guest seconds "
-              f"(recorded: {s['record_seconds']} s, sampler {s['sample_hz']} Hz), "
-              f"{s['workload']}, {clock}; conditions interleaved in rounds "
-              f"shuffled with seed {seed}; equivalence margin "
-              f"+-{s['margin'] * 100:.0f}%; the verdicts treat the boot as the unit: "
-              f"{_spread_text(experiment.spread(doc))}.")
-    if s.get("windows"):
-        design += (" Recorded boots watch the windows stackscan found in their own kernel "
-                   "(stackscan --windows-out, chkwin --windows; no built-in window names): "
-                   + "; ".join(f"{f}: {', '.join(names) or 'none'}"
-                               for f, names in sorted(s["windows"].items())) + ".")
-    ctable = experiment.condition_table(rows)
-    rtable = experiment.recorded_table(rec)
-    btable = [["round.slot", "boot", "failures", "checksum calls", "wall s"]] + [
-        [f"{b['round']}.{b['slot']}", b["dir"], str(b["failures_total"]),
-         f"{b['calls']:,}", f"{b['wall_seconds']:.0f}"] for b in doc["boots"]]
+    runs = [(p, *correlate.load(p, geometry, image, warn))
+            for p in (str(outdir / d) for d in doc.recorded_logs())]
+    # Read in one direction: the record and the walks beside it, their
+    # statistics, the verdicts, the tables, the figures, the prose; then
+    # the page puts them in its own order.
+    res = experiment.Results(doc, {pathlib.Path(p).parent.name: (log, corr)
+                                   for p, log, corr in runs},
+                             walks.of_boots(outdir, [b.dir for b in doc.boots]))
+    lines = decisions.verdicts(res)
+    sections = [("Conditions", tables.condition_table(res.condition_rows))]
+    if res.model_rows:
+        sections += [("Predicted against measured", tables.model_table(res.model_rows)),
+                     ("Extrapolation to hardware", tables.hardware_table(res))]
+    if res.decomposition:
+        sections.append(("Decomposition (recorded boots)",
+                         tables.decomposition_table(res.decomposition)))
+    if res.walked:
+        sections.append(("Failures walked by replay", tables.walks_table(res.walked)))
+    boots = tables.boots_table(doc)
+    leading = []
+    if res.comparisons:
+        figures.forest(res.comparisons, doc.settings.margin, outdir / "comparisons.png")
+        leading.append(("comparisons.png", "every comparison against 1 and the margin"))
+    if res.model_check:
+        figures.predicted_measured(res.model_rows, res.model_check, experiment.MODEL_MARGIN,
+                                   outdir / "model.png")
+        leading.append(("model.png", "predicted against measured"))
+    doses = []
+    for d in res.doses:
+        name = f"dose-{d['dose']}.png"
+        figures.dose_plot(d, outdir / name)
+        doses.append((name, f"dose: {d['dose']}"))
+    design, notes = prose.design(res), prose.notes(res)
+
     h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>"]
     md = ["# chkwin experiment", "", "## Decision", ""]
-    mrows = experiment.model_rows(doc)
-    found = experiment.comparisons(doc, mrows)
-    if found:
-        verdictplots.forest(found, s["margin"], outdir / "comparisons.png")
-        h.append(_img(outdir / "comparisons.png"))
-        md += ["![every comparison against 1 and the margin](comparisons.png)", ""]
-    check = experiment.model_fit(mrows)
-    if check:
-        verdictplots.predicted_measured(mrows, check, experiment.MODEL_MARGIN,
-                                        outdir / "model.png")
-        h.append(_img(outdir / "model.png"))
-        md += ["![predicted against measured](model.png)", ""]
+    _images(h, md, outdir, leading)
     h += ["<ul>"] + [f"<li>{_esc(text)}</li>" for _, text in lines] + ["</ul>"]
-    h += [f"<p>{_esc(experiment.LIMITS)}</p>", f"<p>{_esc(design)}</p>",
-          "<h2>Conditions</h2>", _html_table(ctable)]
+    h += [f"<p>{_esc(prose.LIMITS)}</p>", f"<p>{_esc(design)}</p>"]
     md += [f"- {_md(text)}" for _, text in lines]
-    md += ["", _md(experiment.LIMITS), "", _md(design), "", "## Conditions", "",
-           _md_table(ctable), ""]
-    if mrows:
-        mtable = experiment.model_table(mrows)
-        note = ("Predicted before measured: failures per call = W x lambda x 2^N ns "
-                "(analysis/model.py), lambda from each boot's own interrupt counts.")
-        h += ["<h2>Predicted against measured</h2>", f"<p>{_esc(note)}</p>",
-              _html_table(mtable)]
-        md += ["## Predicted against measured", "", _md(note), "", _md_table(mtable), ""]
-    if mrows:
-        xtable = experiment.hardware_table(doc)
-        note = ("Extrapolated, not measured: the model with a Cortex-A72's instruction "
-                "time (2 GHz, about one instruction a cycle) and the listing's W = 1, "
-                "beside the 2021 reports: failures after \"anything between a few hours "
-                "and three months of uptime\", and \"within a few minutes\" under the "
-                "find | xargs md5sum loop (seed 001).  The last column is how long each "
-                "flavour would run for the A/A plan's failures, to tell the rmb() change "
-                "from none within the margin.")
-        h += ["<h2>Extrapolation to hardware</h2>", f"<p>{_esc(note)}</p>",
-              _html_table(xtable)]
-        md += ["## Extrapolation to hardware", "", _md(note), "", _md_table(xtable), ""]
-    if rec:
-        h += ["<h2>Decomposition (recorded boots)</h2>", _html_table(rtable)]
-        md += ["## Decomposition (recorded boots)", "", _md_table(rtable), ""]
-    walked = walks.of_boots(outdir, doc["boots"])
-    if walked:
-        n, explained, in_window = walks.totals(walked)
-        note = (f"Attribution by {walks.SOURCE}: {explained} of {n} failures explained, "
-                f"{in_window} by an interrupt inside a window stackscan found in the kernel. "
-                "The per-log failure tables further down come from the flight recorder "
-                "inside the recorded boots instead.")
-        wtable = walks.rows(walked)
-        h += ["<h2>Failures walked by replay</h2>", f"<p>{_esc(note)}</p>",
-              _html_table(wtable)]
-        md += ["## Failures walked by replay", "", _md(note), "", _md_table(wtable), ""]
+    md += ["", _md(prose.LIMITS), "", _md(design), ""]
+    for title, table in sections:
+        _section(h, md, title, table, notes.get(title))
     if doses:
         h.append("<h2>Dose-response</h2>")
         md += ["## Dose-response", ""]
-    for d in doses:
-        name = f"dose-{d['dose']}.png"
-        experiment.dose_plot(d, outdir / name)
-        h.append(_img(outdir / name))
-        md += [f"![dose: {d['dose']}]({name})", ""]
-    h += ["<h2>Boots in the order they ran</h2>", _html_table(btable)]
-    md += ["## Boots in the order they ran", "", _md_table(btable), ""]
+        _images(h, md, outdir, doses)
+    _section(h, md, "Boots in the order they ran", boots)
     lh, lmd = _log_sections(outdir, runs)
     _page(outdir, h + lh, md + lmd)
     return lines
+
+
+def _images(h, md, outdir, images):
+    """Figures in outdir, [(file, alt text)]: inline in the HTML, beside
+    the markdown."""
+    for name, alt in images:
+        h.append(_img(outdir / name))
+        md += [f"![{alt}]({name})", ""]
+
+
+def _section(h, md, title, table, note=None):
+    """A titled table, with a paragraph before it when there is a note."""
+    h.append(f"<h2>{title}</h2>")
+    md += [f"## {title}", ""]
+    if note:
+        h.append(f"<p>{_esc(note)}</p>")
+        md += [_md(note), ""]
+    h.append(_html_table(table))
+    md += [_md_table(table), ""]

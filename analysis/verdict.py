@@ -220,6 +220,11 @@ def _fmt(x):
     return "inf" if x == math.inf else f"{x:.3g}"
 
 
+def interval(lo, hi):
+    """An interval as the verdicts and the report's tables write it."""
+    return f"{_fmt(lo)}-{_fmt(hi)}"
+
+
 def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
                     alpha=0.05, paired=False, want=None):
     """(boots a condition, decision): the fewest boots per condition with

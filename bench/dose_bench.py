@@ -7,11 +7,12 @@ wall time of the sweep.  It runs the sweep `make dose` runs
 analysis/experiment.py."""
 
 import argparse
-import json
 import pathlib
 import tempfile
 import time
 
+from analysis import decisions
+from analysis import documents
 from analysis import experiment
 from bench import runs
 from bench.section import print_section
@@ -37,19 +38,19 @@ def main():
                "--no-controls", "--seed", str(args.seed), "--results", tmp]
         runs.run(cmd, "the sweep failed", "no output")
         wall = time.monotonic() - start
-        doc = json.loads((pathlib.Path(tmp) / "latest" / "experiment.json").read_text())
+        res = experiment.Results(documents.load(pathlib.Path(tmp) / "latest"))
     rows = []
-    for r in experiment.conditions(doc):
+    for r in res.condition_rows:
         if r["boots"]:
             rows.append((f"{r['condition']}: failures per guest minute; per 1M calls "
                          f"(95% CI); boots", f"{r['per_minute']:.3g}; "
                          f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g}); "
                          f"{r['boots']} ({' '.join(map(str, r['per_boot']))} failures)"))
     for which, how in experiment.DOSES.items():
-        d = experiment.dose(doc, which)
+        d = res.dose(which)
         if not d:
             continue
-        rows.append((f"{which} dose: the fit (experiment.dose_line)", experiment.dose_line(d)))
+        rows.append((f"{which} dose: the fit (decisions.dose_line)", decisions.dose_line(d)))
         rows.append((f"{which} dose: points (x: per 1M calls, residual)", ", ".join(
             f"{p['x']:.3g}: {p['per_million']:.3g}, {p['residual']:+.3g}"
             for p in d["points"])))

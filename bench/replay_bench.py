@@ -169,8 +169,8 @@ def tracer_rows(top, seed, seconds):
     corr = correlate.Correlation(log)
     traced = {}
     for f in corr.failures:
-        pcs = [w["pc"] for w in f["window_arrivals"]]
-        traced.setdefault(f["ino"], []).append(pcs)
+        pcs = [w.pc for w in f.window_arrivals]
+        traced.setdefault(f.ino, []).append(pcs)
     agree = disagree = untraced = 0
     for w in doc["walks"]:
         irq = (w["story"] or {}).get("interrupt")

@@ -19,6 +19,7 @@ from analysis import fsgeom
 from analysis import heatmap
 from analysis import poisson
 from analysis import synthlog
+from analysis.documents import Failure
 
 ANALYZE = REPO / "analysis" / "chkwin-analyze"
 K, M = 5, 3
@@ -63,26 +64,26 @@ def test_correlate_finds_exactly_the_window_failures(tmp_path, geometry, verify)
     s.write(tmp_path / "log.bin")
     corr = correlation(tmp_path / "log.bin", geometry)
     assert corr.source == ("verify" if verify == "tp_btf" else "iget")
-    got = {f["ino"]: f for f in corr.failures}
+    got = {f.ino: f for f in corr.failures}
     want = {e["ino"]: e for e in s.expected}
     assert set(got) == set(want)
-    assert {i for i, f in got.items() if f["attributed"]} == \
+    assert {i for i, f in got.items() if f.attributed} == \
         {i for i, e in want.items() if e["attributed"]}
     assert corr.attributed() == K
     for ino, e in want.items():
         f = got[ino]
-        assert f["cpu"] == e["cpu"]
+        assert f.cpu == e["cpu"]
         if e["attributed"]:
-            assert f["call"]["caller"] == e["caller"]
-            assert len(f["window_arrivals"]) == 1
-            assert f["window_arrivals"][0]["cpu"] == e["cpu"]
-            assert 0 < f["window_arrivals"][0]["position"] < 1
+            assert f.call.caller == e["caller"]
+            assert len(f.window_arrivals) == 1
+            assert f.window_arrivals[0].cpu == e["cpu"]
+            assert 0 < f.window_arrivals[0].position < 1
         else:
             # The window arrival on the other CPU at that moment is not its own.
-            assert f["window_arrivals"] == []
-        assert f["block"]["ts"] == e["block_ts"], ino
-        assert f["block"]["cross_cpu"] == (e["block_cpu"] != e["cpu"])
-        assert f["block"]["latency_ns"] == e["ts"] - e["block_ts"]
+            assert f.window_arrivals == []
+        assert f.block.ts == e["block_ts"], ino
+        assert f.block.cross_cpu == (e["block_cpu"] != e["cpu"])
+        assert f.block.latency_ns == e["ts"] - e["block_ts"]
 
 
 def test_metadata_failures_are_tied_to_their_calls(tmp_path, geometry):
@@ -95,16 +96,16 @@ def test_metadata_failures_are_tied_to_their_calls(tmp_path, geometry):
     corr = correlation(tmp_path / "log.bin", geometry)
     kinds = {}
     for f in corr.failures:
-        kinds.setdefault(f["kind"], []).append(f)
+        kinds.setdefault(f.kind, []).append(f)
     assert set(kinds) == {"inode", "dir"}
     assert len(kinds["inode"]) == K + M and len(kinds["dir"]) == dirs
     want = sorted(e["meta_block"] for e in s.expected if e["kind"] == "dir")
-    assert sorted(f["meta_block"] for f in kinds["dir"]) == want
+    assert sorted(f.meta_block for f in kinds["dir"]) == want
     for f in kinds["dir"]:
-        assert f["attributed"] and f["call"]["caller"] == "EXT4_CHKSUM_DIR"
-        assert f["group_calls"] == 1 and len(f["window_arrivals"]) == 1
-        assert f["call"]["result"] == f["computed"]
-        assert f["block"] is None
+        assert f.attributed and f.call.caller == "EXT4_CHKSUM_DIR"
+        assert f.group_calls == 1 and len(f.window_arrivals) == 1
+        assert f.call.result == f.computed
+        assert f.block is None
     assert corr.by_kind() == {"inode": (K + M, K), "dir": (dirs, dirs)}
     assert corr.outcomes_by_caller() == s.outcomes
     assert s.outcomes["dir"] == {"failed": dirs, "matched": 1, "not verified": 0}
@@ -117,9 +118,13 @@ def test_correlate_cli_json_and_csv(synth, geometry):
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["attributed"] == K and len(res["failures"]) == K + M
+    # The JSON reads back as the failures it was written from.
+    corr = correlation(path, geometry)
+    assert [Failure.from_json(f) for f in res["failures"]] == corr.failures
     proc = analyze("correlate", path, "--geometry", geometry, "-f", "csv")
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 + K + M and lines[0].startswith("ino,")
+    assert lines[1:] == [",".join(map(str, f.csv_row())) for f in corr.failures]
     proc = analyze("correlate", path, "--arrivals", "-f", "csv")
     rows = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(rows) > 1000
@@ -140,7 +145,7 @@ def test_arrivals_are_placed_in_their_call(synth, geometry):
 def test_without_geometry_blocks_are_unknown(synth):
     _, path = synth
     corr = correlate.Correlation(chkwinlog.read(path))
-    assert all(f["block"] is None for f in corr.failures)
+    assert all(f.block is None for f in corr.failures)
     assert corr.attributed() == K
 
 

@@ -33,6 +33,7 @@ from tests import boots
 from common import PY, REPO
 
 from analysis import chkwinlog
+from analysis import documents
 from analysis import experiment
 from guest.host import kmsg
 from analysis import poisson
@@ -134,7 +135,8 @@ def test_the_positive_control_differs_as_predicted(demo):
                 if ln.startswith("verdict: positive control"))
     assert ": differs (width 1/gcc49-exact" in line, line
     assert "the model predicts" in line, line
-    rows = {r["condition"]: r for r in experiment.model_rows(doc)}
+    rows = {r["condition"]: r
+            for r in experiment.Results(documents.ExperimentDoc.from_json(doc)).model_rows}
     a, b = rows["unpatched-gcc49"], rows["unpatched-gcc49-exact"]
     want = (a["predicted"] / a["calls"]) / (b["predicted"] / b["calls"])
     assert 2.7 < want < 3.3, want
@@ -197,13 +199,16 @@ def test_bad_flags_are_one_line_errors(tmp_path):
 
 
 def test_plan_from_a_run_that_cannot_give_a_spread(tmp_path):
-    """--plan-from needs an icount run with replicated boots; a damaged or
-    host-clock record is refused in one line, before any boot."""
+    """--plan-from needs an icount run with replicated boots; a damaged,
+    unversioned or host-clock record is refused in one line, before any boot."""
     run = tmp_path / "run"
     run.mkdir()
+    host = {"version": documents.VERSION, "seed": 1, "conditions": [], "boots": [],
+            "settings": {"clock": "host", "boot_seconds": 30, "record_seconds": 0,
+                         "margin": 0.1, "smp": 2, "sample_hz": 0, "workload": "inode-load"}}
     for text, why in (("{", "not an experiment record"),
-                      ('{"settings": {"clock": "host"}, "conditions": [], "boots": []}',
-                       "not an icount run")):
+                      (json.dumps(host), "not an icount run"),
+                      (json.dumps(dict(host, version=None)), "a record of no version")):
         (run / "experiment.json").write_text(text)
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), "--plan-from", str(run),
                                "--results", str(tmp_path / "results")],

@@ -45,7 +45,7 @@ def test_every_failure_of_a_recorded_boot_is_walked_into_the_report(demo):
     proc, top, doc = demo
     recorded = [b for b in doc["boots"] if b["record_replay"] and b["failures_total"]]
     assert recorded and {b["condition"] for b in recorded} == {"unpatched-gcc49-exact"}
-    walked = walks.of_boots(top, doc["boots"])
+    walked = walks.of_boots(top, [b["dir"] for b in doc["boots"]])
     assert [boot for boot, _ in walked] == [b["dir"] for b in recorded]
     for b, (_, w) in zip(recorded, walked):
         assert w["walked"] == w["explained"] == w["in_window"] == b["failures_total"]

@@ -7,8 +7,13 @@ import pytest
 
 from common import PY, REPO
 
+from analysis import decisions
+from analysis import documents
 from analysis import experiment
 from analysis import planning
+from analysis import prose
+from analysis import report
+from analysis.experiment import Results
 
 M = 1_000_000
 
@@ -31,7 +36,9 @@ def doc(boots, conditions, **settings):
          "margin": 0.25, "budget_minutes": 14, "dose_boots": 2,
          "smp": 2, "mem": 1024, "sample_hz": 0, "workload": "inode-load"}
     s.update(settings)
-    return {"seed": 7, "conditions": conditions, "boots": boots, "settings": s}
+    return documents.ExperimentDoc.from_json({"version": documents.VERSION, "seed": 7,
+                                              "conditions": conditions, "boots": boots,
+                                              "settings": s})
 
 
 CONDS = [cond("unpatched-gcc49", "unpatched", "gcc49", "counting"),
@@ -50,7 +57,7 @@ def balanced(per_boot_u, per_boot_p):
 
 def test_window_differs_and_flavour_is_undecided_on_few_failures():
     d = doc(balanced([5, 3, 4, 6], [4, 6, 5, 3]), CONDS)
-    lines = dict(experiment.decisions(d, [], []))
+    lines = dict(decisions.verdicts(Results(d)))
     assert "differs (gcc49/off inf" in lines["window"]
     assert "undecided: " in lines["flavour"]
     assert "more boots a condition" in lines["flavour"] and "80% power" in lines["flavour"]
@@ -58,13 +65,13 @@ def test_window_differs_and_flavour_is_undecided_on_few_failures():
 
 def test_flavour_equivalent_with_many_failures():
     d = doc(balanced([300, 310, 305, 298], [302, 296, 309, 301]), CONDS)
-    lines = dict(experiment.decisions(d, [], []))
+    lines = dict(decisions.verdicts(Results(d)))
     assert "equivalent within +-25%" in lines["flavour"], lines["flavour"]
 
 
 def test_conditions_keep_the_experiment_order_and_pool_boots():
     d = doc(balanced([25, 8, 30], [14, 15, 18]), CONDS)
-    rows = experiment.conditions(d)
+    rows = Results(d).condition_rows
     assert [r["condition"] for r in rows] == [c["name"] for c in CONDS]
     u = rows[0]
     assert u["failures"] == 63 and u["calls"] == 3 * M and u["boots"] == 3
@@ -72,10 +79,10 @@ def test_conditions_keep_the_experiment_order_and_pool_boots():
     # unpatched's 25, 8, 30 wide, patched's steady 14, 15, 18 floored at
     # Poisson.  The pooled one (rounds as blocks: 6 boots with failures, 2
     # condition terms and 2 for rounds 2 and 3 leave 2 df) lies between.
-    own = experiment.condition_spreads(d)
+    own = Results(d).condition_spreads
     assert u["phi"] == own["unpatched-gcc49"].phi > 5
     assert own["patched-gcc49"].phi < 1 and rows[2]["phi"] == 1.0
-    fit = experiment.spread(d)
+    fit = Results(d).spread
     assert fit.df == 2 and 2 < fit.phi < 5
     assert u["ci"][0] < u["per_million"] < u["ci"][1]
 
@@ -87,11 +94,11 @@ def test_dose_fit_has_an_intercept_and_a_trend_test():
     for w in (2, 4, 8):
         boots += [boot(f"unpatched-gcc49-w{w}", i, 10 * w, M, i) for i in (1, 2)]
     d = doc(boots, conds)
-    dose = experiment.dose(d)
+    dose = Results(d).dose("width")
     assert [p["x"] for p in dose["points"]] == [1, 2, 4, 8]
     assert abs(dose["slope"] - 10) < 1e-6 and abs(dose["intercept"]) < 1e-6
     assert dose["slope_ci"][0] > 0 and dose["r2"] > 0.99 and dose["df"] == 2
-    lines = dict(experiment.decisions(d, [], [dose]))
+    lines = dict(decisions.verdicts(Results(d)))
     assert lines["dose"].startswith("failures per 1M calls rises with the window width")
     assert "t on 2 df" in lines["dose"]
     # The non-monotone widths of 117cf08 (14.1, 6.44, 3.96, 41.4, 73.8 per
@@ -100,10 +107,10 @@ def test_dose_fit_has_an_intercept_and_a_trend_test():
     flat = balanced([14, 14], [10, 10])
     for w, k in ((2, 6), (4, 4), (8, 41)):
         flat += [boot(f"unpatched-gcc49-w{w}", i, k, M, i) for i in (1, 2)]
-    fit = experiment.dose(doc(flat, conds))
+    fit = Results(doc(flat, conds)).dose("width")
     assert fit["intercept"] > 0 and fit["scale"] > 1
     assert fit["slope_ci"][0] < 0 < fit["slope_ci"][1]
-    line = dict(experiment.decisions(doc(flat, conds), [], [fit]))["dose"]
+    line = dict(decisions.verdicts(Results(doc(flat, conds))))["dose"]
     assert line.startswith("failures per 1M calls shows no decided trend against the window")
 
 
@@ -111,7 +118,7 @@ def test_rate_dose_uses_the_measured_arrival_rate():
     """Rate conditions: x is the boots' measured arrivals per second (in
     thousands), weighted by guest seconds, not the sampler setting."""
     conds = CONDS[:2]
-    boots = balanced([10, 10], [10, 10])[:4]
+    boots = [b for b in balanced([10, 10], [10, 10]) if b["condition"] == "unpatched-gcc49"]
     for hz, per_s in ((0, 2000), (10000, 12000), (40000, 42000)):
         name = f"unpatched-gcc49-F{hz}"
         conds.append(dict(cond(name, "unpatched", "gcc49", "rate"), sample_hz=hz))
@@ -120,19 +127,19 @@ def test_rate_dose_uses_the_measured_arrival_rate():
             b["arrivals_per_s"] = per_s + jitter
             boots.append(b)
     d = doc(boots, conds)
-    fit = experiment.dose(d, "rate")
+    fit = Results(d).dose("rate")
     assert [p["x"] for p in fit["points"]] == [2, 12, 42]
     assert abs(fit["slope"] - 3) < 1e-6 and fit["r2"] > 0.99
-    assert experiment.dose(d, "width") is None
-    lines = dict(experiment.decisions(d, [], [fit]))
+    assert Results(d).dose("width") is None
+    lines = dict(decisions.verdicts(Results(d)))
     assert lines["rate-dose"].startswith(
         "failures per 1M calls rises with the interrupt rate: slope 3 per 1000 arrivals/s")
 
 
 def test_report_leads_with_the_decision_and_escapes(tmp_path):
     d = doc(balanced([5, 3, 4, 6], [4, 6, 5, 3]), CONDS)
-    d["boots"][0]["dir"] = "<script>x</script>[a](javascript:1)"
-    (tmp_path / "experiment.json").write_text(json.dumps(d))
+    d.boots[0].dir = "<script>x</script>[a](javascript:1)"
+    (tmp_path / "experiment.json").write_text(json.dumps(d.to_json()))
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -146,6 +153,13 @@ def test_report_leads_with_the_decision_and_escapes(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "<script>" not in html
     assert str(tmp_path) not in md
+    # In-process (as the demo asks for it): the same page and the verdicts
+    # the command printed, as objects.
+    found = report.write_experiment(tmp_path, d)
+    assert (tmp_path / "report.md").read_text() == md
+    assert [f"verdict: {v.text}" for v in found] == \
+        [ln for ln in proc.stdout.splitlines() if ln.startswith("verdict: ")]
+    assert [v.key for v in found] == ["window", "flavour", "dispersion"]
 
 
 def test_a_damaged_experiment_record_is_one_line(tmp_path):
@@ -156,12 +170,43 @@ def test_a_damaged_experiment_record_is_one_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and "not an experiment record" in proc.stderr
 
 
+def test_a_record_reads_back_as_it_was_written():
+    """to_json and from_json of every record in experiment.json agree; a
+    key of one kind of record (a rate condition's sampler, a rate boot's
+    arrivals) is left out of the others'."""
+    rate = dict(cond("unpatched-gcc49-F0", "unpatched", "gcc49", "rate"), sample_hz=0)
+    b = boot(rate["name"], 1, 3, M, 1)
+    b["arrivals_per_s"] = 2000.0
+    lost = {"condition": "patched-off", "dir": "patched-off-2", "round": 2, "slot": 4,
+            "phase_seed": None, "attempts": 3, "reason": "CANCELLED"}
+    d = doc(balanced([5, 3], [4, 6]) + [b], CONDS + [rate], plan={"patched-off": 2})
+    d.missing = [documents.Missing.from_json(lost)]
+    text = d.to_json()
+    assert list(text) == ["version", "seed", "conditions", "boots", "missing", "settings"]
+    assert documents.ExperimentDoc.from_json(json.loads(json.dumps(text))) == d
+    assert [("sample_hz" in c) for c in text["conditions"]] == [False] * 4 + [True]
+    assert [("arrivals_per_s" in x) for x in text["boots"]] == [False] * 6 + [True]
+    assert text["missing"] == [lost]
+
+
+def test_a_record_of_another_version_is_one_line(tmp_path):
+    """experiment.json carries its version: a record without one, or of
+    another, is refused in one line that says which."""
+    d = doc(balanced([5, 3], [4, 6]), CONDS).to_json()
+    for version, why in ((None, "a record of no version"), (2, "a record of version 2")):
+        (tmp_path / "experiment.json").write_text(json.dumps(dict(d, version=version)))
+        proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
+                               str(tmp_path)], capture_output=True, text=True)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert why in proc.stderr and "reads version 1" in proc.stderr, proc.stderr
+
+
 def test_pool_adds_the_boots_of_several_runs(tmp_path):
     runs = []
     for n, boots in enumerate((balanced([5, 3], [4, 6]), balanced([30, 28], [29, 31]))):
         top = tmp_path / f"run{n}"
         top.mkdir()
-        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS)))
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS).to_json()))
         runs.append(str(top))
     proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool", *runs],
                           capture_output=True, text=True)
@@ -176,7 +221,7 @@ def test_pool_adds_the_boots_of_several_runs(tmp_path):
     other = doc([b for b in balanced([5], [4]) if b["condition"].startswith("un")],
                 CONDS[:2])
     (tmp_path / "run2").mkdir()
-    (tmp_path / "run2" / "experiment.json").write_text(json.dumps(other))
+    (tmp_path / "run2" / "experiment.json").write_text(json.dumps(other.to_json()))
     mixed = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "pool",
                             runs[0], str(tmp_path / "run2")], capture_output=True, text=True)
     assert mixed.returncode == 1 and "not the conditions of" in mixed.stderr
@@ -193,7 +238,7 @@ def test_pool_refuses_runs_measured_differently_unless_told(tmp_path):
                      for b in boots]
         top = tmp_path / f"run{n}"
         top.mkdir()
-        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS, **settings)))
+        (top / "experiment.json").write_text(json.dumps(doc(boots, CONDS, **settings).to_json()))
         runs.append(str(top))
 
     def pool(*which, allow=False):
@@ -238,7 +283,8 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     b = boot(rec["name"], 1, k, calls, 1)
     b["dir"] = "rec-1"
     d = doc([b], [rec])
-    (row,) = experiment.recorded(d, {"rec-1": (log, corr)})
+    res = Results(d, {"rec-1": (log, corr)})
+    (row,) = res.decomposition
     assert row["window_calls"] == k + m
     assert row["window_arrivals"] == k + m
     assert row["timing"] == (k + m) / calls * 1e6
@@ -253,7 +299,7 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
     assert row["logged_by_kind"] == {"inode": (k + m, k)}
     # Window arrivals land on the load, as under TCG.
     assert synthlog.WINDOW[1] - synthlog.FUNC1[1] in row["gcc49_offsets"]
-    lines = dict(experiment.decisions(d, [row], []))
+    lines = dict(decisions.verdicts(res))
     assert lines["attribution"].startswith(f"{k} of {k + m} checksum failures (inode {k + m})")
     assert lines["attribution"].endswith(f"{k} failed, {m} still matched and 0 were never "
                                          "verified")
@@ -262,15 +308,15 @@ def test_decomposition_of_a_recorded_boot_on_a_synthetic_log(tmp_path):
 def test_the_plan_line_says_whether_the_plan_ran_whole():
     plan = {c["name"]: 2 for c in CONDS}
     whole = doc(balanced([5, 3], [4, 6]) + balanced([1], [1])[2:], CONDS, plan=plan)
-    line = experiment.plan_line(whole)
+    line = prose.plan_line(whole)
     assert line.startswith("the plan, fixed before the first counting boot: 2 boots a ")
     assert line.endswith("every condition got its boots")
     short = doc([b for b in balanced([5, 3], [4, 6]) if b["dir"] != "patched-gcc49-2"],
                 CONDS, plan=plan)
-    assert experiment.plan_line(short).endswith(
+    assert prose.plan_line(short).endswith(
         "the budget cut it short: unpatched-off 1 of 2, patched-gcc49 1 of 2, "
         "patched-off 1 of 2")
-    assert experiment.plan_line(doc([], CONDS)).startswith("no plan recorded")
+    assert prose.plan_line(doc([], CONDS)).startswith("no plan recorded")
 
 
 def test_the_plan_line_names_lost_boots_and_the_power_left():
@@ -288,15 +334,15 @@ def test_the_plan_line_names_lost_boots_and_the_power_left():
                                "got": {"boots": 1, "planned": 2, "power": 0.0}}],
             plan_dispersion={"phi": 1.0, "df": 1, "estimate": 0.5, "conf": 0.8,
                              "source": "the pilot's boots, flavours lumped"})
-    d["missing"] = [lost]
-    line = experiment.plan_line(d)
+    d.missing = [documents.Missing.from_json(lost)]
+    line = prose.plan_line(d)
     assert "the budget cut it short" not in line and "every condition got" not in line
     assert "1 boot lost on every attempt, missing from the verdicts: patched-gcc49-2 " \
         "(3 attempts: CANCELLED, exit 0:15)" in line, line
     assert line.endswith("the power with the boots the run got: patched/unpatched 0% at "
                          "1 of 2 boots a condition (planned 80% at 2)"), line
-    pooled = experiment.pool([d, d], ["runs/a", "runs/b"], allow_different=True)
-    assert [m["dir"] for m in pooled["missing"]] == ["a/patched-gcc49-2", "b/patched-gcc49-2"]
+    pooled, _ = documents.pool([d, d], ["runs/a", "runs/b"], allow_different=True)
+    assert [m.dir for m in pooled.missing] == ["a/patched-gcc49-2", "b/patched-gcc49-2"]
 
 
 def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
@@ -305,14 +351,14 @@ def test_a_new_run_plans_on_a_previous_runs_spread(tmp_path):
     wide = doc(balanced([10, 40, 100, 25], [11, 80, 30, 24]), CONDS, clock="icount")
     run = tmp_path / "20261205-101010"
     run.mkdir()
-    (run / "experiment.json").write_text(json.dumps(wide))
+    (run / "experiment.json").write_text(json.dumps(wide.to_json()))
     phi, df, source = experiment.dispersion_from(run)
-    assert phi == pytest.approx(experiment.spread(wide).phi) and phi > 5 and df == 3
+    assert phi == pytest.approx(Results(wide).spread.phi) and phi > 5 and df == 3
     assert planning.dispersion_text(phi, df, source) == \
         f"{phi:.2f} (the spread of run 20261205-101010, on 3 df)"
     assert planning.dispersion_text(0.8, 3, source).startswith("1, at least Poisson")
     one = doc(balanced([10], [11]), CONDS, clock="icount")
-    (run / "experiment.json").write_text(json.dumps(one))
+    (run / "experiment.json").write_text(json.dumps(one.to_json()))
     with pytest.raises(ValueError, match="no condition has two boots"):
         experiment.dispersion_from(run)
 
@@ -325,11 +371,11 @@ def test_blocks_are_phase_seeds_when_boots_are_paired():
     paired = balanced(u, p)
     for b in paired:
         b["phase_seed"] = 1000 + int(b["dir"].rsplit("-", 1)[1])
-    fit = experiment.spread(doc(paired, CONDS))
+    fit = Results(doc(paired, CONDS)).spread
     assert fit.df == 3 and fit.phi < 0.5
     rounds = balanced(u, p)
-    assert experiment.spread(doc(rounds, CONDS)).phi == pytest.approx(fit.phi)
-    line = experiment.dispersion_line(doc(paired, CONDS))
+    assert Results(doc(rounds, CONDS)).spread.phi == pytest.approx(fit.phi)
+    line = decisions.dispersion_line(Results(doc(paired, CONDS)))
     assert "within phase-seed pairs" in line
     # The same counts without blocks: all of it is spread between boots.
     assert experiment.verdict.fit(list(zip(u, [M] * 4)), list(zip(p, [M] * 4))).phi > 20
@@ -348,7 +394,10 @@ def test_the_exact_listing_controls_need_arrivals_and_failures():
                                                (True, 0, 0, False), (False, 0, 0, True),
                                                (False, 3, 0, False), (False, 0, 2, False)):
         key = "exact-singlestep" if singlestep else "exact-tcg"
-        line = dict(experiment.decisions(d, [rec(singlestep, arrivals, failures)], []))[key]
+        res = Results(d)
+        # Only the controls' rows matter here.
+        res.decomposition = [rec(singlestep, arrivals, failures)]
+        line = dict(decisions.verdicts(res))[key]
         assert (flag not in line) == ok, (singlestep, arrivals, failures, line)
 
 
@@ -366,14 +415,14 @@ def test_each_comparison_uses_its_own_spread():
     boots.append(boot("unpatched-off", 1, 0, 4 * M, 1, 4))
     d = doc(boots, conds, window="gcc49", margin=0.10)
     found = {c["key"]: c["verdict"]
-             for c in experiment.comparisons(d, experiment.model_rows(d))}
+             for c in Results(d).comparisons}
     assert found["window"].df == 3 and found["window"].estimate < 1
     assert found["flavour"].df == 3 and found["flavour"].phi > 20
     assert "(its own boots, within rounds)" in found["flavour"].text
     assert found["flavour"].kind == "undecided"
-    assert experiment.spread(d).df == 6
+    assert Results(d).spread.df == 6
     single = doc(boots[:3] + [boots[-1]], conds, window="gcc49", margin=0.10)
-    w = next(c["verdict"] for c in experiment.comparisons(single, experiment.model_rows(single))
+    w = next(c["verdict"] for c in Results(single).comparisons
              if c["key"] == "window")
     assert w.df == 0 and "Poisson assumed" in w.text
 
@@ -396,11 +445,11 @@ def test_one_dispersion_or_several():
     wide = [100, 30, 170, 60, 150, 90]
     boots = [boot("unpatched-gcc49", i, a, M, i) for i, a in enumerate(steady, 1)] + \
         [boot("patched-gcc49", i, b, M, i, 2) for i, b in enumerate(wide, 1)]
-    line = experiment.dispersion_line(doc(boots, CONDS))
+    line = decisions.dispersion_line(Results(doc(boots, CONDS)))
     assert "they differ, so each comparison uses its own" in line, line
     same = [boot("patched-gcc49", i, a, M, i, 2)
             for i, a in enumerate([97, 103, 99, 105, 95, 100], 1)]
-    line = experiment.dispersion_line(doc(boots[:6] + same, CONDS))
+    line = decisions.dispersion_line(Results(doc(boots[:6] + same, CONDS)))
     assert "no evidence they differ" in line, line
 
 
@@ -437,17 +486,17 @@ def test_the_model_is_checked_by_w_with_a_seed_counted_once():
                 k = shared[n - 1] if shared else round(528 * scale) + (n % 3) * 10 - 10
                 out.append(icount_boot(c, n, k, 1_000_000))
         return out
-    on = experiment.model_fit(experiment.model_rows(doc(boots(1.0), MODEL_CONDS, shift=4)))
+    on = Results(doc(boots(1.0), MODEL_CONDS, shift=4)).model_check
     kinds = {g["W"]: g["kind"] for g in on["by_w"]}
     assert kinds == {1: "undecided", 33: "agrees"} and on["p"] > 0.05 and on["df"] == 2
-    off = experiment.model_fit(experiment.model_rows(doc(boots(1.3), MODEL_CONDS, shift=4)))
+    off = Results(doc(boots(1.3), MODEL_CONDS, shift=4)).model_check
     assert {g["W"]: g["kind"] for g in off["by_w"]}[33] == "differs" and off["p"] < 0.001
-    shared = experiment.model_fit(experiment.model_rows(
-        doc(boots(1.0, [428, 628, 438, 618, 448, 608]), MODEL_CONDS, shift=4)))
+    shared = Results(doc(boots(1.0, [428, 628, 438, 618, 448, 608]), MODEL_CONDS,
+                         shift=4)).model_check
     w33 = next(g for g in shared["by_w"] if g["W"] == 33)
     assert w33["phi"] > 30 and w33["df"] == 5 and w33["kind"] != "agrees"
     one = [b for b in boots(1.0) if b["dir"].endswith("-1")]
-    single = experiment.model_fit(experiment.model_rows(doc(one, MODEL_CONDS, shift=4)))
+    single = Results(doc(one, MODEL_CONDS, shift=4)).model_check
     assert all(g["df"] == 0 and g["kind"] != "agrees" for g in single["by_w"])
 
 
@@ -466,12 +515,11 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
                               {"phi": 7, "needed": 52, "power": 0.2}],
             plan_reestimated={"at": 5, "phi": 3.2, "df": 5, "per_boot": 500.0,
                               "before": 9, "boots": 12})
-    line = experiment.plan_line(d)
+    line = prose.plan_line(d)
     assert "at dispersion 2.10, the 80% upper bound of 0.70 on 3 df" in line, line
     assert "dispersion 7: 20% power at 9, 52 boots a flavour needed" in line, line
     assert "beyond 40 (--max-aa-boots) the run stops at the cap" in line, line
     assert "re-estimated blind at 5 boots a flavour (the flavours lumped: dispersion " \
         "3.20), 9 -> 12 boots a flavour" in line, line
-    none = dict(d["settings"]["plan_dispersion"], estimate=None)
-    d["settings"]["plan_dispersion"] = none
-    assert "gave no spread to bound" in experiment.plan_line(d)
+    d.settings.plan_dispersion = dict(d.settings.plan_dispersion, estimate=None)
+    assert "gave no spread to bound" in prose.plan_line(d)

@@ -20,8 +20,8 @@ from analysis import synthlog
 
 def answers(c):
     """What an attribution says, per failure, in the order of the verdicts."""
-    return [(f["kind"], f["ino"], f["cpu"], f["ts"], f["attributed"], f["group_calls"],
-             f["call"], [a["ts"] for a in f["window_arrivals"]], f["block"])
+    return [(f.kind, f.ino, f.cpu, f.ts, f.attributed, f.group_calls,
+             f.call, [a.ts for a in f.window_arrivals], f.block)
             for f in c.failures]
 
 
@@ -45,8 +45,8 @@ def test_cut_log_gives_the_full_logs_attributions(full):
     cc = correlate.Correlation(cut, geo)
     assert answers(cc) == answers(c)
     assert c.attributed() >= 4 and len(c.failures) >= 6
-    assert all(f["history_covered"] for f in cc.failures)
-    assert all(f["history_covered"] is None for f in c.failures)
+    assert all(f.history_covered for f in cc.failures)
+    assert all(f.history_covered is None for f in c.failures)
     # One snapshot per failing record; far from every record kept.
     assert len(cut.rows("snapshot")) == len(c.failing) + (
         0 if c.source == "iget" else sum(log.field("iget", "err", log.rows("iget")) == -74))
@@ -58,7 +58,7 @@ def test_covered_is_never_claimed_for_a_history_the_rings_lost(full, history):
     log, geo, c = full
     cc = correlate.Correlation(flight.cut(log, history), geo)
     for mine, want in zip(answers(cc), answers(c)):
-        covered = cc.failures[answers(cc).index(mine)]["history_covered"]
+        covered = cc.failures[answers(cc).index(mine)].history_covered
         assert not covered or mine == want, (history, mine, want)
 
 

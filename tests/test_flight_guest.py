@@ -17,6 +17,7 @@ tests share (guest.recorded_gcc49), cut down to what the flight recorder
 would have kept (analysis/flight.py), gives the same attributions.
 """
 
+import dataclasses
 import re
 
 import pytest
@@ -56,15 +57,15 @@ def test_every_printed_failure_is_attributed_from_snapshots(flight_run):
     assert log.header["record"] == "failures" and log.header["history"] == str(HISTORY)
     printed = [int(m) for m in FAILURE_RE.findall(run.console)]
     assert printed, "the gcc49 flight run produced no checksum failure"
-    inode = [f for f in c.failures if f["kind"] == "inode"]
-    assert sorted(f["ino"] for f in inode) == sorted(printed)
+    inode = [f for f in c.failures if f.kind == "inode"]
+    assert sorted(f.ino for f in inode) == sorted(printed)
     for f in inode:
-        assert f["attributed"], f
+        assert f.attributed, f
         # K covers the failing call: it began inside both rings' reach.
-        assert flight.covered(log, f["cpu"], f["ts"], f["call"]["ts"]), f
-        assert f["call"]["caller"] in correlate.INODE_CALLERS, f
-        assert f["window_arrivals"] and all(a["cpu"] == f["cpu"] for a in f["window_arrivals"])
-        assert f["call"]["cpu"] == f["cpu"], f
+        assert flight.covered(log, f.cpu, f.ts, f.call.ts), f
+        assert f.call.caller in correlate.INODE_CALLERS, f
+        assert f.window_arrivals and all(a.cpu == f.cpu for a in f.window_arrivals)
+        assert f.call.cpu == f.cpu, f
     # Nothing lost, every failure snapshotted, and only snapshots sent;
     # softirqs and block issues, which would only feed counters, are not
     # attached in this mode.
@@ -91,8 +92,8 @@ def test_failing_block_reads_are_in_the_snapshots(flight_run):
     each failing inode's table block in is there, on whatever CPU it ran."""
     _, _, c = flight_run
     for f in c.failures:
-        if f["kind"] == "inode":
-            assert f["block"] and f["block"]["latency_ns"] > 0, f
+        if f.kind == "inode":
+            assert f.block and f.block.latency_ns > 0, f
 
 
 def test_full_log_cut_down_gives_the_same_attributions(tmp_path_factory):
@@ -103,11 +104,11 @@ def test_full_log_cut_down_gives_the_same_attributions(tmp_path_factory):
     cut_log = flight.cut(log, HISTORY)
     cut = correlate.Correlation(cut_log, geo)
     assert full.failures, "the recorded gcc49 run produced no checksum failure"
-    strip = [{k: v for k, v in f.items() if k != "history_covered"} for f in cut.failures]
-    assert strip == [{k: v for k, v in f.items() if k != "history_covered"}
-                     for f in full.failures]
+    strip = [[dataclasses.replace(f, history_covered=None) for f in c.failures]
+             for c in (cut, full)]
+    assert strip[0] == strip[1]
     # K covers each failing call; where the task had an earlier verdict,
     # its whole group (history_covered).
     for f in cut.failures:
-        assert flight.covered(cut_log, f["cpu"], f["ts"], f["call"]["ts"]), f
-    assert any(f["history_covered"] for f in cut.failures)
+        assert flight.covered(cut_log, f.cpu, f.ts, f.call.ts), f
+    assert any(f.history_covered for f in cut.failures)

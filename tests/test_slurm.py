@@ -31,7 +31,9 @@ import pytest
 from tests import boots
 from common import PY, REPO
 
+from analysis import documents
 from analysis import experiment
+from analysis import prose
 from guest.host import slurmlocal
 
 pytestmark = pytest.mark.guest
@@ -128,8 +130,8 @@ def test_the_decisions_are_the_local_engines(slurm_demo, tmp_path_factory):
     local = boots.short_demo(tmp_path_factory)[3]
 
     def decided(d):
-        return {c["key"]: c["verdict"].kind
-                for c in experiment.comparisons(d, experiment.model_rows(d))}
+        res = experiment.Results(documents.ExperimentDoc.from_json(d))
+        return {c["key"]: c["verdict"].kind for c in res.comparisons}
     assert decided(doc) == decided(local) == {"window": "differs", "control": "differs"}
     assert doc["settings"]["plan"] == local["settings"]["plan"]
 
@@ -144,7 +146,8 @@ def test_a_cancelled_task_runs_again_on_its_seed(slurm_demo):
     assert [b["dir"] for b in again] == lost
     assert doc["missing"] == [] and all(b["attempts"] == 1 for b in doc["boots"]
                                         if b not in again)
-    assert experiment.plan_line(doc).endswith("every condition got its boots")
+    assert prose.plan_line(documents.ExperimentDoc.from_json(doc)).endswith(
+        "every condition got its boots")
 
 
 def test_an_unreachable_slurm_is_refused_in_one_line(tmp_path):

@@ -81,10 +81,14 @@ import time
 
 from common.errors import die
 from analysis import calibration
+from analysis import chkwinlog
+from analysis import correlate
 from analysis import design
+from analysis import documents
 from analysis import experiment
 from analysis import model
 from analysis import planning
+from analysis import report
 from analysis import verdict
 from analysis import windows
 from common.progress import heartbeat
@@ -111,10 +115,27 @@ WALKER = ("pilot", "counting", "control", "aa", "dose")
 OVERHEAD = 15
 
 
-def plan(args):
+def conditions(args):
     """The conditions, in a fixed order (the report's order)."""
     return design.conditions(args.flavours, args.clock, args.aa_width,
                              bool(args.record_seconds), args.controls, args.widths, args.rates)
+
+
+def settings(args, engine):
+    """The record's settings as the run starts: the flags, and the plan's
+    dispersion as --plan-from gave it (the plan fills in the rest)."""
+    a = args
+    return documents.Settings(
+        engine=engine.name, engine_detail=engine.describe(), retries=a.retries,
+        clock=a.clock, shift=a.shift if a.clock == "icount" else None,
+        window=design.primary_window(a.clock), jobs=engine.slots, boots=a.boots,
+        aa_width=a.aa_width, power=a.power, max_aa_boots=a.max_aa_boots,
+        plan_dispersion={"phi": a.dispersion[0], "df": a.dispersion[1],
+                         "source": a.dispersion[2]},
+        loop_instructions=model.LOOP_INSNS, boot_seconds=a.boot_seconds, passes=a.passes,
+        singlestep_seconds=a.singlestep_seconds, record_seconds=a.record_seconds,
+        record=a.record, margin=a.margin, budget_minutes=a.budget, dose_boots=a.dose_boots,
+        rates=a.rates, smp=a.smp, mem=a.mem, sample_hz=a.sample_hz, workload=a.workload)
 
 
 def positive_list(text):
@@ -147,7 +168,24 @@ def flavour_list(text):
 
 
 def parse_args(argv=None):
+    """The flags, completed (what depends on the clock, the dispersion to
+    plan on, the seed) and checked: ap.error on those that do not go
+    together."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for add in (boot_options, engine_options, plan_options, condition_options,
+                guest_options):
+        add(ap)
+    args = ap.parse_args(argv)
+    clock_defaults(args)
+    check(ap, args)
+    args.dispersion = plan_dispersion(ap, args)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
+    return args
+
+
+def boot_options(ap):
+    """Options of the boots: their length and clock."""
     ap.add_argument("--boot-seconds", type=int, default=30,
                     help="guest seconds of one counting boot (default 30)")
     ap.add_argument("--passes", type=int, metavar="N",
@@ -165,6 +203,10 @@ def parse_args(argv=None):
                          "or from the host's clock (multi-threaded TCG)")
     ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
                     help="icount: each instruction takes 2^N ns (default 4)")
+
+
+def engine_options(ap):
+    """Where and how the boots run."""
     ap.add_argument("--engine", choices=["local", "slurm"], default="local",
                     help="where boots run: this machine (default), or a Slurm job "
                          "array (sbatch/squeue of the cluster SLURM_CONF names; the "
@@ -183,6 +225,10 @@ def parse_args(argv=None):
                          f"a lost node) runs again, same seed (default {bootrunner.RETRIES})")
     ap.add_argument("--qemu", default=run_py.QEMU, metavar="PATH",
                     help="the QEMU binary where boots run (default: on PATH)")
+
+
+def plan_options(ap):
+    """The plan: boots, power, margin, budget and seed."""
     ap.add_argument("--boots", type=int, default=4,
                     help="boots of each counting and control condition (default 4)")
     ap.add_argument("--aa-width", type=int, default=16,
@@ -204,6 +250,10 @@ def parse_args(argv=None):
                     help="equivalence margin of the flavour verdict (default 0.10)")
     ap.add_argument("--seed", type=int,
                     help="seed of the round order (default: drawn and recorded)")
+
+
+def condition_options(ap):
+    """Which conditions the experiment has."""
     ap.add_argument("--flavours", type=flavour_list, default=list(FLAVOURS),
                     help="comma-separated (default unpatched,patched)")
     ap.add_argument("--widths", type=positive_list, default=[],
@@ -215,6 +265,10 @@ def parse_args(argv=None):
                     help="boots per width or rate of a sweep (default 2)")
     ap.add_argument("--no-controls", dest="controls", action="store_false",
                     help="skip the gcc49-exact controls")
+
+
+def guest_options(ap):
+    """The guest, the recorder and where results go."""
     ap.add_argument("--smp", type=int,
                     help="vCPUs on the host clock (default 2); icount needs 1")
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
@@ -238,14 +292,21 @@ def parse_args(argv=None):
                          "default 0)")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
-    args = ap.parse_args(argv)
+
+
+def clock_defaults(args):
+    """The defaults that depend on the clock."""
     if args.workload is None:
         args.workload = "inode-loop" if args.clock == "icount" else "inode-load"
     if args.sample_hz is None:
         args.sample_hz = 0 if args.clock == "icount" else 20000
     if args.smp is None:
         args.smp = 1 if args.clock == "icount" else 2
-    elif args.clock == "icount" and args.smp != 1:
+
+
+def check(ap, args):
+    """ap.error on the first flag out of range or with one it does not go with."""
+    if args.clock == "icount" and args.smp != 1:
         ap.error("--clock icount needs --smp 1 (QEMU 7.2's icount can starve "
                  "a second vCPU)")
     if min(args.boot_seconds, args.singlestep_seconds, args.smp, args.mem,
@@ -266,139 +327,102 @@ def parse_args(argv=None):
                  "approaches 95% only as the boots grow without bound")
     if not 0 < args.margin < 1 or args.budget <= 0:
         ap.error("--margin must lie in (0, 1), --budget above 0")
-    args.dispersion = (1.0, None, None)
-    if args.plan_from is not None:
-        if args.clock != "icount":
-            ap.error("--plan-from plans the icount comparisons; the host clock has none")
-        try:
-            args.dispersion = experiment.dispersion_from(args.plan_from)
-        except ValueError as e:
-            ap.error(str(e))
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(2 ** 32)
-    return args
 
 
-class Experiment:
-    """The plan and every boot so far, saved after each boot."""
+def plan_dispersion(ap, args):
+    """(phi, df, where from) the plan starts from: a previous run's spread
+    (--plan-from), else Poisson's, assumed."""
+    if args.plan_from is None:
+        return 1.0, None, None
+    if args.clock != "icount":
+        ap.error("--plan-from plans the icount comparisons; the host clock has none")
+    try:
+        return experiment.dispersion_from(args.plan_from)
+    except ValueError as e:
+        ap.error(str(e))
 
-    def __init__(self, top, args, engine, artifacts):
-        self.top, self.args = top, args
-        self.engine, self.artifacts = engine, artifacts
-        self.slots = engine.slots
-        self.windows = {}       # flavour: a copy of the windows file its boots watch
-        self.conds = plan(args)
-        self.boots = []
-        self.missing = []           # boots lost on every attempt
-        self.counted = False        # a counting round has been handed out
-        self.started = time.monotonic()
-        self.aa_boots = None        # planned after the pilot
-        self.comparisons = None     # what the plan predicts, after the pilot
+
+def tried(doc, c):
+    """Boots of c run so far, the ones lost on every attempt included."""
+    return len(doc.boots_of(c.name)) + sum(m.condition == c.name for m in doc.missing)
+
+
+class Plan:
+    """How many boots each condition gets: fixed before the first counting
+    boot (from the pilot where there is one, analysis/planning.py), the
+    A/A's re-estimated once, blind; kept in the record's settings (plan,
+    aa_boots, plan_*)."""
+
+    def __init__(self, args, doc, top):
+        self.args, self.doc, self.top = args, doc, top
+        self.settings = doc.settings
         self.pilot_fit = None       # the pilot's spread, flavours lumped
-        self.plan_dispersion = {"phi": args.dispersion[0], "df": args.dispersion[1],
-                                "source": args.dispersion[2]}
-        self.power_range = None     # the A/A plan's power over planning.DISPERSIONS
-        self.reestimated = None     # the blinded look at the A/A's midpoint
-        self.loop_insns = model.LOOP_INSNS
+        self.settings.plan = self.boots()
 
-    def doc(self):
-        """The experiment record (analysis/experiment.py reads it)."""
-        a = self.args
-        return {"seed": a.seed, "conditions": self.conds, "boots": self.boots,
-               "missing": self.missing,
-               "settings": {"engine": self.engine.name, "engine_detail": self.engine.describe(),
-                            "retries": a.retries, "clock": a.clock,
-                            "shift": a.shift if a.clock == "icount" else None,
-                            "window": design.primary_window(a.clock), "jobs": self.slots,
-                            "boots": a.boots, "aa_width": a.aa_width, "power": a.power,
-                            "aa_boots": self.aa_boots, "max_aa_boots": a.max_aa_boots,
-                            "plan_dispersion": self.plan_dispersion,
-                            "plan_comparisons": self.comparisons,
-                            "plan_power_range": self.power_range,
-                            "plan_reestimated": self.reestimated,
-                            "loop_instructions": self.loop_insns,
-                            "boot_seconds": a.boot_seconds, "passes": a.passes,
-                            "singlestep_seconds": a.singlestep_seconds,
-                            "record_seconds": a.record_seconds, "record": a.record,
-                            "plan": self.plan(), "margin": a.margin,
-                            "budget_minutes": a.budget, "dose_boots": a.dose_boots,
-                            "rates": a.rates,
-                            "smp": a.smp, "mem": a.mem, "sample_hz": a.sample_hz,
-                            "windows": {f: [w.name for w in windows.read(path)]
-                                        for f, path in self.windows.items()},
-                            "workload": a.workload}}
+    def set_aa(self, boots):
+        """The A/A boots a flavour, as planned or re-estimated."""
+        self.settings.aa_boots = boots
+        self.settings.plan = self.boots()
 
-    def save(self):
-        tmp = self.top / ".experiment.json.tmp"
-        tmp.write_text(json.dumps(self.doc(), indent=1) + "\n")
-        os.replace(tmp, self.top / "experiment.json")
-
-    def of(self, name):
-        return experiment.boots_of({"boots": self.boots}, name)
-
-    def tried(self, c):
-        """Boots of c run so far, the ones lost on every attempt included."""
-        return len(self.of(c["name"])) + sum(m["condition"] == c["name"] for m in self.missing)
-
-    def plan_from_pilot(self):
+    def from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
         A/A boots from the failures and the spread of the pilot's boots,
         the flavours lumped (blind to their ratio), on the dispersion's
         upper bound; every comparison's failures a boot, as the model
         predicts them from the pilot, and its simulated power."""
-        pilot_conds = [c for c in self.conds if c["kind"] == "pilot"]
-        if self.comparisons is not None or not pilot_conds or \
-                any(self.tried(c) < planning.PILOT_BOOTS for c in pilot_conds):
+        pilot_conds = [c for c in self.doc.conditions if c.kind == "pilot"]
+        if self.settings.plan_comparisons is not None or not pilot_conds or \
+                any(tried(self.doc, c) < planning.PILOT_BOOTS for c in pilot_conds):
             return
         a = self.args
-        pilot = [b for c in pilot_conds for b in self.of(c["name"])]
+        pilot = [b for c in pilot_conds for b in self.doc.boots_of(c.name)]
         if not pilot:
             die(f"every pilot boot was lost, so there is nothing to plan on; "
                 f"what was recorded is in {self.top}")
         phi, df, source = a.dispersion
         prior = verdict.Fit(phi, phi * df, df) if df else None
-        aa, self.pilot_fit = planning.plan_aa([(b["failures_total"], b["calls"]) for b in pilot],
+        aa, self.pilot_fit = planning.plan_aa([(b.failures_total, b.calls) for b in pilot],
                                               prior, a.margin, a.power, a.max_aa_boots)
         phi, measured = aa["phi"], aa["per_boot"]
-        self.plan_dispersion = {
+        self.settings.plan_dispersion = {
             "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
             "source": "the pilot's boots, flavours lumped" +
                       (f", and {source}" if prior else "")}
-        by_kind = {(c["kind"], c["window"]): c for c in self.conds
-                   if c["flavour"] == a.flavours[0]}
+        by_kind = {(c.kind, c.window): c for c in self.doc.conditions
+                   if c.flavour == a.flavours[0]}
 
         def predict(kind, window):
             return planning.predicted_per_boot(by_kind[kind, window], pilot, a.shift,
-                                               self.loop_insns)
+                                               self.settings.loop_instructions)
 
         window, off = predict("counting", "gcc49-exact"), 0.0
         control = predict("control", "gcc49")
-        names = [by_kind[k]["name"] for k in (("counting", "gcc49-exact"),
+        names = [by_kind[k].name for k in (("counting", "gcc49-exact"),
                                               ("counting", "off"), ("control", "gcc49"))]
         # (what, its conditions, failures a boot in a and b, boots, verdict, source)
         cases = [("gcc49-exact/off", names[:2], window, off, a.boots, "differs", "the model"),
                  ("width 1/gcc49-exact", [names[2], names[0]], control, window, a.boots,
                   "differs", "the model")]
         if len(a.flavours) == 2:
-            self.aa_boots = aa["boots"]
+            self.set_aa(aa["boots"])
             cases.append((f"{a.flavours[0]}/{a.flavours[1]} at width {a.aa_width}",
-                          [c["name"] for c in self.conds if c["kind"] == "aa"],
-                          measured, measured, self.aa_boots, "equivalent",
+                          [c.name for c in self.doc.conditions if c.kind == "aa"],
+                          measured, measured, self.settings.aa_boots, "equivalent",
                           "the pilot's, measured"))
-            self.power_range = [
+            self.settings.plan_power_range = [
                 {"phi": d, "needed": planning.needed(measured, d, a.margin, a.power),
-                 "power": calibration.power(measured, measured, self.aa_boots, d, a.margin,
+                 "power": calibration.power(measured, measured, self.settings.aa_boots, d, a.margin,
                                             a.seed)[1]}
                 for d in planning.DISPERSIONS]
         # The A/A's power at the bound it is planned on; the differences' at
         # the pilot's own estimate (floored at 1): a bound from 500 failures
         # a boot says little of spread at 16 to 50.
         point = planning.combine(self.pilot_fit, prior).scale()
-        self.comparisons = []
+        self.settings.plan_comparisons = []
         for what, conds, mean_a, mean_b, boots, want, source in cases:
             spread = phi if want == "equivalent" else point
             got = calibration.power(mean_a, mean_b, boots, spread, a.margin, a.seed)
-            self.comparisons.append({
+            self.settings.plan_comparisons.append({
                 "what": what, "conditions": conds, "boots": boots, "per_boot": [mean_a, mean_b],
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
                 "verdict": want, "phi": spread, "power": got[0] if want == "differs" else got[1]})
@@ -408,12 +432,12 @@ class Experiment:
         every attempt, or the budget): its power, as the plan computed it,
         at the boots it has; on icount, at the phase-seed pairs its
         conditions share (a pair needs two for a spread)."""
-        for p in self.comparisons or []:
-            conds = [c for c in self.conds if c["name"] in p["conditions"]]
+        for p in self.settings.plan_comparisons or []:
+            conds = [c for c in self.doc.conditions if c.name in p["conditions"]]
             planned = min(self.planned(c) for c in conds)
-            have = [self.of(c["name"]) for c in conds]
-            if all(b["phase_seed"] is not None for boots in have for b in boots):
-                got = len(set.intersection(*({b["phase_seed"] for b in boots}
+            have = [self.doc.boots_of(c.name) for c in conds]
+            if all(b.phase_seed is not None for boots in have for b in boots):
+                got = len(set.intersection(*({b.phase_seed for b in boots}
                                              for boots in have)))
             else:
                 got = min(map(len, have))
@@ -427,96 +451,204 @@ class Experiment:
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
         boots re-estimated blind (planning.reestimate)."""
-        aa = [c for c in self.conds if c["kind"] == "aa"]
-        if self.reestimated is not None or len(aa) != 2 or self.aa_boots is None:
+        aa = [c for c in self.doc.conditions if c.kind == "aa"]
+        s = self.settings
+        if s.plan_reestimated is not None or len(aa) != 2 or s.aa_boots is None:
             return
         a = self.args
-        doc = self.doc()
-        counts = [experiment.counts(doc, c["name"]) for c in aa]
-        blocks = [experiment.blocks(doc, c["name"]) for c in aa]
+        counts = [self.doc.counts(c.name) for c in aa]
+        res = experiment.Results(self.doc)
+        blocks = [res.blocks(c.name) for c in aa]
         # Boots lost at the midpoint: look with what there is.
-        reached = all(self.tried(c) >= planning.midpoint(self.aa_boots) for c in aa)
+        reached = all(tried(self.doc, c) >= planning.midpoint(s.aa_boots) for c in aa)
         again = planning.look(*counts, *blocks, a.margin, a.power, a.max_aa_boots,
-                              self.aa_boots, now=reached)
+                              s.aa_boots, now=reached)
         if again is None:
             return
-        self.reestimated, self.aa_boots = again, again["boots"]
+        s.plan_reestimated = again
+        self.set_aa(again["boots"])
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
         print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
               f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
-              f"{before} -> {self.aa_boots} boots a flavour", flush=True)
+              f"{before} -> {s.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
         """Boots condition c gets; None while the pilot has yet to say."""
-        if c["kind"] == "pilot":
+        if c.kind == "pilot":
             return planning.PILOT_BOOTS
-        if c["kind"] == "recorded" or c["singlestep"]:
+        if c.kind == "recorded" or c.singlestep:
             return 1
-        if c["kind"] in ("dose", "rate"):
+        if c.kind in ("dose", "rate"):
             return self.args.dose_boots
-        if c["kind"] == "aa":
-            return self.aa_boots
+        if c.kind == "aa":
+            return self.settings.aa_boots
         return self.args.boots
 
     def fixed(self):
         """Whether the plan is whole: every condition's boots known, and
         the pilot's predictions made where there is a pilot."""
-        pilot = any(c["kind"] == "pilot" for c in self.conds)
-        return all(self.planned(c) is not None for c in self.conds) and \
-            (self.comparisons is not None or not pilot)
+        pilot = any(c.kind == "pilot" for c in self.doc.conditions)
+        return all(self.planned(c) is not None for c in self.doc.conditions) and \
+            (self.settings.plan_comparisons is not None or not pilot)
 
-    def plan(self):
+    def boots(self):
         """{condition: boots} as fixed so far."""
-        return {c["name"]: self.planned(c) for c in self.conds}
+        return {c.name: self.planned(c) for c in self.doc.conditions}
 
-    def plan_text(self):
+    def text(self):
         """The plan as the demo prints it before the first counting boot."""
-        plan = self.plan()
+        plan = self.boots()
         by = {}
-        for c in self.conds:
-            if c["kind"] != "pilot":
-                by.setdefault(plan[c["name"]], []).append(c["name"])
+        for c in self.doc.conditions:
+            if c.kind != "pilot":
+                by.setdefault(plan[c.name], []).append(c.name)
         text = "; ".join(f"{n} boot{'s' if n != 1 else ''}: {', '.join(names)}"
                          for n, names in sorted(by.items()))
-        if self.comparisons is not None:
+        s = self.settings
+        if s.plan_comparisons is not None:
             a = self.args
             text += (f". Predicted from a pilot of {planning.PILOT_BOOTS} boots a flavour, "
-                     f"at dispersion {planning.dispersion_text(**self.plan_dispersion)}, "
+                     f"at dispersion {planning.dispersion_text(**s.plan_dispersion)}, "
                      f"margin +-{a.margin * 100:.0f}%: "
-                     + "; ".join(planning.describe(c) for c in self.comparisons))
-            if self.aa_boots == a.max_aa_boots:
+                     + "; ".join(planning.describe(c) for c in s.plan_comparisons))
+            if s.aa_boots == a.max_aa_boots:
                 text += f" (A/A capped at --max-aa-boots {a.max_aa_boots})"
-            if self.power_range:
+            if s.plan_power_range:
                 text += (". The A/A's power if the spread is wider: "
-                         + planning.describe_range(self.power_range, self.aa_boots,
+                         + planning.describe_range(s.plan_power_range, s.aa_boots,
                                                    a.max_aa_boots)
                          + f". Re-estimated once, blind, when both flavours have "
-                         f"{planning.midpoint(self.aa_boots)} boots")
+                         f"{planning.midpoint(s.aa_boots)} boots")
         return text
 
+
+class Specs:
+    """Each boot as run.py's flags, self-contained (the kernel, disk and
+    files it reads, its settings and phase seed, so a batch node builds
+    nothing), its results in a directory of its own."""
+
+    def __init__(self, top, args, artifacts):
+        self.top, self.args, self.artifacts = top, args, artifacts
+        self.windows = {}       # flavour: a copy of the windows file its boots watch
+
     def seconds(self, c):
-        if c["singlestep"]:
+        """Guest seconds of a boot of c."""
+        if c.singlestep:
             return self.args.singlestep_seconds
-        if c["kind"] == "recorded":
+        if c.kind == "recorded":
             return self.args.record_seconds
         return self.args.boot_seconds
+
+    def phase_seed(self, c, n):
+        """The phase seed of the n-th boot of every condition: paired
+        across conditions, drawn from the experiment's seed; the pilot's
+        are its own (a pilot boot repeats no boot the verdicts use)."""
+        label = "pilot" if c.kind == "pilot" else "phase"
+        return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
+
+    def append(self, c):
+        """The kernel command line's additions of a boot of c."""
+        words = [f"ext4.chksum_window={c.window}"]
+        if c.width != 1:
+            words.append(f"ext4.chksum_window_width={c.width}")
+        if c.kind == "recorded":
+            words.append(f"chkwin.workload={self.args.workload}")
+            opts = [f"-R,{self.args.record}"]
+            if self.args.sample_hz and not c.singlestep:
+                opts.append(f"-F,{self.args.sample_hz}")
+            words.append("chkwin.loader=" + ",".join(opts))
+        if c.kind == "rate":
+            words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
+            if c.sample_hz:
+                words.append(f"chkwin.loader=-F,{c.sample_hz}")
+        return " ".join(words)
+
+    def boot(self, c, n):
+        """The n-th boot of c: run.py's flags, self-contained (the kernel,
+        disk and files the boot reads, its settings and phase seed, so a
+        batch node builds nothing), its results in a directory of its own."""
+        out = self.top / f"{c.name}-{n}"
+        scenario = "record" if c.kind in TRACED else self.args.workload
+        smp = 1 if c.clock == "icount" else (2 if self.args.clock == "icount"
+                                                 else self.args.smp)
+        art = self.artifacts
+        kernel = art.kernel(c.flavour)
+        flags = ["--flavour", c.flavour, "--kernel", str(kernel),
+                 "--initramfs", str(art.initramfs), "--disk", str(art.disk),
+                 "--qemu", self.args.qemu,
+                 "--scenario", scenario, "--duration", str(self.seconds(c)),
+                 "--smp", str(smp), "--mem", str(self.args.mem),
+                 "--append", self.append(c)]
+        files = [kernel, kernel.parent / "config", art.initramfs, art.disk]
+        if c.singlestep:
+            flags.append("--singlestep")
+        # Counting boots run no tracer: no windows disk, the guest's
+        # devices as they were when the plan's figures were measured.
+        if c.kind in TRACED:
+            flags += ["--lab-windows", str(self.windows[c.flavour])]
+            files.append(self.windows[c.flavour])
+        else:
+            flags.append("--no-lab-windows")
+        if c.clock == "icount":
+            flags += ["--clock", "icount", "--shift", str(self.args.shift),
+                      "--phase-seed", str(self.phase_seed(c, n))]
+            if self.args.passes and scenario == "inode-loop":
+                flags += ["--passes", str(self.args.passes)]
+            if c.kind == "counting" and n <= self.args.rr_boots:
+                flags.append("--record-replay")
+        limit = run_py.watchdog_seconds(self.seconds(c), c.singlestep, c.clock,
+                                        self.args.shift)
+        return bootrunner.Boot(out, flags, self.args.mem, limit, tuple(files))
+
+
+class Experiment:
+    """The run: its record (analysis/documents.py), made once, updated as
+    the plan is fixed and as each boot finishes, and saved each time; its
+    Plan; its boots (Specs), handed to the engine in batches."""
+
+    def __init__(self, top, args, engine, artifacts):
+        self.top, self.args, self.engine = top, args, engine
+        self.doc = documents.ExperimentDoc(seed=args.seed, conditions=conditions(args),
+                                           boots=[], settings=settings(args, engine))
+        self.conds, self.boots = self.doc.conditions, self.doc.boots
+        self.missing = self.doc.missing     # boots lost on every attempt
+        self.settings = self.doc.settings
+        self.plan = Plan(args, self.doc, top)
+        self.specs = Specs(top, args, artifacts)
+        self.counted = False        # a counting round has been handed out
+        self.started = time.monotonic()
+
+    def watch(self, flavour, path):
+        """The boots of flavour watch the windows file at path."""
+        self.specs.windows[flavour] = path
+        self.settings.windows[flavour] = [w.name for w in windows.read(path)]
+
+    def engine_checked(self):
+        """The engine's slots as its check found them."""
+        self.settings.jobs = self.engine.slots
+        self.settings.engine_detail = self.engine.describe()
+
+    def save(self):
+        tmp = self.top / ".experiment.json.tmp"
+        tmp.write_text(json.dumps(self.doc.to_json(), indent=1) + "\n")
+        os.replace(tmp, self.top / "experiment.json")
 
     def estimate(self, c):
         """Wall seconds the next boot of c will take: as its last one did;
         before it has one, as the last walker boot on its clock did (a
         boot ended by --passes takes its passes' time, not its seconds'),
         else its guest seconds and OVERHEAD."""
-        done = self.of(c["name"])
+        done = self.doc.boots_of(c.name)
         if done:
-            return done[-1]["wall_seconds"]
-        kinds = {x["name"]: x for x in self.conds}
-        if c["kind"] in WALKER and not c["singlestep"]:
-            like = [b for b in self.boots if kinds[b["condition"]]["kind"] in WALKER
-                    and kinds[b["condition"]]["clock"] == c["clock"]
-                    and not kinds[b["condition"]]["singlestep"]]
+            return done[-1].wall_seconds
+        kinds = {x.name: x for x in self.conds}
+        if c.kind in WALKER and not c.singlestep:
+            like = [b for b in self.boots if kinds[b.condition].kind in WALKER
+                    and kinds[b.condition].clock == c.clock
+                    and not kinds[b.condition].singlestep]
             if like:
-                return like[-1]["wall_seconds"]
-        return self.seconds(c) * (4 if c["singlestep"] else 1) + OVERHEAD
+                return like[-1].wall_seconds
+        return self.specs.seconds(c) * (4 if c.singlestep else 1) + OVERHEAD
 
     def batch(self, rng):
         """The boots to run before the plan can change again, as rounds
@@ -527,35 +659,36 @@ class Experiment:
         runs; a batch the projection stopped is followed by another, planned
         on the times its boots took): [[(condition, n)]], empty when the plan
         is done or the budget admits no further round."""
-        pilot = [(c, planning.PILOT_BOOTS - self.tried(c)) for c in self.conds
-                 if c["kind"] == "pilot"]
+        pilot = [(c, planning.PILOT_BOOTS - tried(self.doc, c)) for c in self.conds
+                 if c.kind == "pilot"]
         if any(left > 0 for _, left in pilot):
             due = [c for c, left in pilot for _ in range(left)]
             rng.shuffle(due)
-            return [number(due, {c["name"]: self.tried(c) for c in self.conds})]
-        have = {c["name"]: self.tried(c) for c in self.conds}
-        aa = [c for c in self.conds if c["kind"] == "aa"]
-        look = planning.midpoint(self.aa_boots) if aa and self.aa_boots and \
-            self.reestimated is None else None
+            return [number(due, {c.name: tried(self.doc, c) for c in self.conds})]
+        have = {c.name: tried(self.doc, c) for c in self.conds}
+        aa = [c for c in self.conds if c.kind == "aa"]
+        s = self.settings
+        look = planning.midpoint(s.aa_boots) if aa and s.aa_boots and \
+            s.plan_reestimated is None else None
         rounds, seconds = [], 0.0
         while True:
-            due = [c for c in self.conds if have[c["name"]] < self.planned(c)]
+            due = [c for c in self.conds if have[c.name] < self.plan.planned(c)]
             if not due:
                 return rounds
             cost = sum(self.estimate(c) for c in due)
-            ahead = (seconds + cost) / min(self.slots, sum(map(len, rounds)) + len(due))
+            ahead = (seconds + cost) / min(s.jobs, sum(map(len, rounds)) + len(due))
             if (rounds or self.counted) and self.elapsed() + ahead > self.args.budget * 60:
                 if not rounds:
                     print(f"demo: another round would pass the {self.args.budget:g}-minute "
                           f"budget, which cuts the plan short: "
-                          f"{', '.join(c['name'] for c in due)} wanted more", flush=True)
+                          f"{', '.join(c.name for c in due)} wanted more", flush=True)
                 # Else asked again after these, with the times they took.
                 return rounds
             seconds += cost
             rng.shuffle(due)
             rounds.append(number(due, have))
             self.counted = True
-            if look and all(have[c["name"]] >= look for c in aa):
+            if look and all(have[c.name] >= look for c in aa):
                 return rounds
 
     def run_batch(self, rounds, first):
@@ -565,7 +698,7 @@ class Experiment:
         boots, where = [], {}
         for rnd, due in enumerate(rounds, first):
             for slot, (c, n) in enumerate(due, 1):
-                boot = self.boot_spec(c, n)
+                boot = self.specs.boot(c, n)
                 boots.append(boot)
                 where[id(boot)] = (c, n, rnd, slot)
         finished, failed = [], []
@@ -574,11 +707,10 @@ class Experiment:
             c, n, rnd, slot = where[id(outcome.boot)]
             finished.append(outcome)
             if outcome.lost:
-                self.missing.append({
-                    "condition": c["name"], "dir": outcome.boot.out.name, "round": rnd,
-                    "slot": slot, "phase_seed": self.phase_seed(c, n)
-                    if c["clock"] == "icount" else None,
-                    "attempts": outcome.attempts, "reason": outcome.reason})
+                self.missing.append(documents.Missing(
+                    condition=c.name, dir=outcome.boot.out.name, round=rnd, slot=slot,
+                    phase_seed=self.specs.phase_seed(c, n) if c.clock == "icount" else None,
+                    attempts=outcome.attempts, reason=outcome.reason))
                 self.save()
                 print(f"demo: [{rnd}.{slot}] {outcome.boot.out.name}: MISSING after "
                       f"{outcome.attempts} attempts: {outcome.reason}", flush=True)
@@ -591,10 +723,10 @@ class Experiment:
                 return bootrunner.STOP
             b = self.record(c, rnd, slot, outcome)
             self.boots.append(b)
-            self.boots.sort(key=lambda x: (x["round"], x["slot"]))
+            self.boots.sort(key=lambda x: (x.round, x.slot))
             self.save()
-            print(f"demo: [{rnd}.{slot}] {b['dir']}: {b['failures_total']} checksum "
-                  f"failures in {b['calls']} calls, {b['wall_seconds']:.0f} s wall"
+            print(f"demo: [{rnd}.{slot}] {b.dir}: {b.failures_total} checksum "
+                  f"failures in {b.calls} calls, {b.wall_seconds:.0f} s wall"
                   + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""),
                   flush=True)
 
@@ -606,69 +738,9 @@ class Experiment:
         self.save()
         if failed:
             die(f"{failed[0]}; everything recorded so far is in {self.top}")
-        self.plan_from_pilot()
-        self.reestimate()
+        self.plan.from_pilot()
+        self.plan.reestimate()
         self.save()
-
-    def phase_seed(self, c, n):
-        """The phase seed of the n-th boot of every condition: paired
-        across conditions, drawn from the experiment's seed; the pilot's
-        are its own (a pilot boot repeats no boot the verdicts use)."""
-        label = "pilot" if c["kind"] == "pilot" else "phase"
-        return random.Random(f"{self.args.seed}-{label}-{n}").randrange(2 ** 32)
-
-    def append(self, c):
-        words = [f"ext4.chksum_window={c['window']}"]
-        if c["width"] != 1:
-            words.append(f"ext4.chksum_window_width={c['width']}")
-        if c["kind"] == "recorded":
-            words.append(f"chkwin.workload={self.args.workload}")
-            opts = [f"-R,{self.args.record}"]
-            if self.args.sample_hz and not c["singlestep"]:
-                opts.append(f"-F,{self.args.sample_hz}")
-            words.append("chkwin.loader=" + ",".join(opts))
-        if c["kind"] == "rate":
-            words += [f"chkwin.workload={self.args.workload}", "chkwin.log=none"]
-            if c["sample_hz"]:
-                words.append(f"chkwin.loader=-F,{c['sample_hz']}")
-        return " ".join(words)
-
-    def boot_spec(self, c, n):
-        """The n-th boot of c: run.py's flags, self-contained (the kernel,
-        disk and files the boot reads, its settings and phase seed, so a
-        batch node builds nothing), its results in a directory of its own."""
-        out = self.top / f"{c['name']}-{n}"
-        scenario = "record" if c["kind"] in TRACED else self.args.workload
-        smp = 1 if c["clock"] == "icount" else (2 if self.args.clock == "icount"
-                                                 else self.args.smp)
-        art = self.artifacts
-        kernel = art.kernel(c["flavour"])
-        flags = ["--flavour", c["flavour"], "--kernel", str(kernel),
-                 "--initramfs", str(art.initramfs), "--disk", str(art.disk),
-                 "--qemu", self.args.qemu,
-                 "--scenario", scenario, "--duration", str(self.seconds(c)),
-                 "--smp", str(smp), "--mem", str(self.args.mem),
-                 "--append", self.append(c)]
-        files = [kernel, kernel.parent / "config", art.initramfs, art.disk]
-        if c["singlestep"]:
-            flags.append("--singlestep")
-        # Counting boots run no tracer: no windows disk, the guest's
-        # devices as they were when the plan's figures were measured.
-        if c["kind"] in TRACED:
-            flags += ["--lab-windows", str(self.windows[c["flavour"]])]
-            files.append(self.windows[c["flavour"]])
-        else:
-            flags.append("--no-lab-windows")
-        if c["clock"] == "icount":
-            flags += ["--clock", "icount", "--shift", str(self.args.shift),
-                      "--phase-seed", str(self.phase_seed(c, n))]
-            if self.args.passes and scenario == "inode-loop":
-                flags += ["--passes", str(self.args.passes)]
-            if c["kind"] == "counting" and n <= self.args.rr_boots:
-                flags.append("--record-replay")
-        limit = run_py.watchdog_seconds(self.seconds(c), c["singlestep"], c["clock"],
-                                        self.args.shift)
-        return bootrunner.Boot(out, flags, self.args.mem, limit, tuple(files))
 
     def record(self, c, rnd, slot, outcome):
         """A finished boot's record in experiment.json."""
@@ -676,23 +748,24 @@ class Experiment:
         if status["checksum_calls"] is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
-        b = {"condition": c["name"], "round": rnd, "slot": slot, "dir": out.name,
-             "guest_seconds": self.seconds(c), "wall_seconds": outcome.wall_seconds,
-             "calls": status["checksum_calls"], "kernel": status["kernel"],
-             "failures": status["checksum_failures"],
-             "failures_total": status["checksum_failures_total"],
-             "clock": status["clock"], "phase_seed": status["phase_seed"],
-             "interrupts": status["interrupts"],
-             "record_replay": bool(status["clock"].get("record_replay")),
-             "host": outcome.host, "attempts": outcome.attempts}
-        if c["kind"] == "rate":
+        b = documents.Boot(
+            condition=c.name, round=rnd, slot=slot, dir=out.name,
+            guest_seconds=self.specs.seconds(c), wall_seconds=outcome.wall_seconds,
+            calls=status["checksum_calls"], kernel=status["kernel"],
+            failures=status["checksum_failures"],
+            failures_total=status["checksum_failures_total"],
+            clock=status["clock"], phase_seed=status["phase_seed"],
+            interrupts=status["interrupts"],
+            record_replay=bool(status["clock"].get("record_replay")),
+            host=outcome.host, attempts=outcome.attempts)
+        if c.kind == "rate":
             result = status.get("chkwin")
             if not result:
                 die(f"boot {out.name}: chkwin printed no closing record "
                     f"(console: {out / 'console.log'})")
             # The dose: interrupt arrivals (device irqs and sampler ticks,
             # null where not attached) per second of recording, all CPUs.
-            b["arrivals_per_s"] = sum(result[k] or 0 for k in ("irq_arrivals", "sampler_ticks")) \
+            b.arrivals_per_s = sum(result[k] or 0 for k in ("irq_arrivals", "sampler_ticks")) \
                 / result["seconds"]
         return b
 
@@ -705,8 +778,8 @@ def number(due, have):
     boots its condition has (have, counted on)."""
     out = []
     for c in due:
-        have[c["name"]] += 1
-        out.append((c, have[c["name"]]))
+        have[c.name] += 1
+        out.append((c, have[c.name]))
     return out
 
 
@@ -744,24 +817,25 @@ def make_engine(args, top):
 
 
 def run(args):
+    """The experiment's boots: (its directory, its record)."""
     top = new_run_dir(args.results)
     engine = make_engine(args, top)
     # The scheduler before anything is built; the nodes once the boots are known.
     if args.engine == "slurm":
         engine.check_scheduler()
-    flavours = sorted({c["flavour"] for c in plan(args)})
+    flavours = sorted({c.flavour for c in conditions(args)})
     artifacts = Artifacts(flavours)
     exp = Experiment(top, args, engine, artifacts)
-    exp.loop_insns = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
+    exp.settings.loop_instructions = loop_instructions(artifacts.kernel_dirs[args.flavours[0]])
     # Every boot's chkwin watches what stackscan finds in its own kernel;
     # the report names those windows.
-    for flavour in sorted({c["flavour"] for c in exp.conds if c["kind"] in TRACED}):
-        exp.windows[flavour] = kernelwindows.copy_to(
-            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows")
+    for flavour in sorted({c.flavour for c in exp.conds if c.kind in TRACED}):
+        exp.watch(flavour, kernelwindows.copy_to(
+            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows"))
     exp.save()
     # Every kernel, disk and file a boot reads, checked where it will run.
-    engine.check([exp.boot_spec(c, 1) for c in exp.conds])
-    exp.slots = engine.slots
+    engine.check([exp.specs.boot(c, 1) for c in exp.conds])
+    exp.engine_checked()
     exp.save()
     rng = random.Random(args.seed)
     print(f"demo: {len(exp.conds)} conditions, seed {args.seed}, results in {top}; "
@@ -770,16 +844,16 @@ def run(args):
     planned = False
     try:
         while True:
-            if not planned and exp.fixed():
+            if not planned and exp.plan.fixed():
                 planned = True
                 exp.save()
                 print(f"demo: the plan, fixed before the first counting boot: "
-                      f"{exp.plan_text()}", flush=True)
+                      f"{exp.plan.text()}", flush=True)
             rounds = exp.batch(rng)
             if not rounds:
                 break
             boots = sum(map(len, rounds))
-            pilot = all(c["kind"] == "pilot" for due in rounds for c, _ in due)
+            pilot = all(c.kind == "pilot" for due in rounds for c, _ in due)
             left = sum(exp.estimate(c) for due in rounds for c, _ in due) / \
                 min(exp.slots, boots)
             which = f"round {rnd + 1}" if len(rounds) == 1 else \
@@ -791,26 +865,26 @@ def run(args):
             rnd += len(rounds)
     finally:
         engine.close()
-    exp.power_got()
+    exp.plan.power_got()
     exp.save()
     walk_recorded(top, exp.boots)
-    return top
+    return top, exp.doc
 
 
 def walk_recorded(top, boots):
     """Every failure of the boots recorded for replay, walked to its cause
     (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
     reads).  A walk that fails is said in one line; the boots stay."""
-    recorded = [b for b in boots if b.get("record_replay") and b["failures_total"]]
+    recorded = [b for b in boots if b.record_replay and b.failures_total]
     for b in recorded:
-        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b["dir"]),
+        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
                                "--failure", "all"], capture_output=True, text=True)
         last = (proc.stdout.strip().splitlines() or [""])[-1]
         if proc.returncode == 0 or last.startswith("walk: "):
-            print(f"demo: {b['dir']}: {last}", flush=True)
+            print(f"demo: {b.dir}: {last}", flush=True)
         else:
             why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            print(f"demo: {b['dir']}: the walk failed: {why}", flush=True)
+            print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
 
 
 def point_latest(results, top):
@@ -822,17 +896,15 @@ def point_latest(results, top):
 
 def main(argv=None):
     args = parse_args(argv)
-    top = run(args)
-    proc = subprocess.run([PY, str(REPO / "analysis/chkwin-analyze"), "report",
-                           str(top)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        die(f"the report failed: {lines[-1] if lines else proc.returncode}; "
-            f"runs are in {top}")
+    top, doc = run(args)
+    # The report `chkwin-analyze report` would write, from the record in hand.
+    try:
+        verdicts = report.write_experiment(top, doc)
+    except (correlate.LoadError, chkwinlog.LogError) as e:
+        die(f"the report failed: {e}; runs are in {top}")
     point_latest(args.results, top)
     print()
-    print("\n".join(ln for ln in proc.stdout.splitlines()
-                    if ln.startswith("verdict: ")))
+    print("\n".join(f"verdict: {v.text}" for v in verdicts))
     print(f"report: {top / 'report.html'}")
     print(f"latest: {args.results / 'latest'} -> {top.name}")
 

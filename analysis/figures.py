@@ -1,6 +1,8 @@
-"""The two figures an experiment's report leads with: every comparison's
-ratio with its 90% and 95% intervals against 1 and the equivalence margin
-(a forest plot), and measured against predicted failures on log axes."""
+"""The figures of an experiment's report, from the statistics of its record
+(analysis/experiment.py's Results).  It leads with two: every
+comparison's ratio with its 90% and 95% intervals against 1 and the
+equivalence margin (a forest plot), and measured against predicted
+failures on log axes; a dose sweep adds its dose-response plots."""
 
 import math
 
@@ -8,6 +10,10 @@ import matplotlib
 import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import numpy as np  # noqa: E402
+
+from analysis.experiment import DOSES, PER  # noqa: E402
+from analysis.poisson import poisson_ci  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
            "agrees": "tab:green"}
@@ -46,7 +52,7 @@ def _intervals(ax, rows, lo_edge, hi_edge, margin, notes):
 
 
 def forest(comparisons, margin, path):
-    """comparisons: experiment.comparisons(doc, rows).  Left, every comparison on a
+    """comparisons: Results.comparisons.  Left, every comparison on a
     log axis wide enough for all (an infinite end is an arrow); right, the
     same near 1, where the margin is, so an A/A interval is visible."""
     rows = [c for c in comparisons if c["verdict"].ratio is not None]
@@ -69,12 +75,12 @@ def forest(comparisons, margin, path):
 
 
 def predicted_measured(rows, check, margin, path):
-    """rows: experiment.model_rows() of windowed conditions; check:
-    experiment.model_fit(rows).  Above, every condition's measured failures
-    (95% interval of its own spread) against its prediction; below, what
-    the check tests: measured / predicted of each W group, thick its 90%
-    interval, thin its 95%, against the +-margin band.  A count of 0 sits
-    on the axis's lower edge."""
+    """rows: Results.model_rows; check: Results.model_check.  Above, every
+    windowed condition's measured failures (95% interval of its own
+    spread) against its prediction; below, what the check tests: measured
+    / predicted of each W group, thick its 90% interval, thin its 95%,
+    against the +-margin band.  A count of 0 sits on the axis's lower
+    edge."""
     rows = [r for r in rows if r["window"] != "off" and r["predicted"] > 0]
     fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 8), dpi=100, sharex=True,
                                   height_ratios=(3, 2), layout="constrained")
@@ -117,5 +123,36 @@ def predicted_measured(rows, check, margin, path):
     rax.set_ylabel("measured / predicted by W (90%, 95% CI)")
     rax.set_xlabel("predicted failures (W x lambda x 2^N ns x calls)")
     rax.legend(fontsize=8, loc="lower right")
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def dose_plot(d, path):
+    """d: one of Results.doses.  Above, failures per million calls at each
+    dose with their Poisson intervals and the weighted line; below, the
+    residuals."""
+    how = DOSES[d["dose"]]
+    fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 6), dpi=100, sharex=True,
+                                  height_ratios=(3, 1), layout="constrained")
+    xs = [p["x"] for p in d["points"]]
+    ys = [p["per_million"] for p in d["points"]]
+    err = []
+    for p in d["points"]:
+        lo, hi = poisson_ci(p["failures"])
+        err.append((p["per_million"] - lo / p["calls"] * PER,
+                    hi / p["calls"] * PER - p["per_million"]))
+    ax.errorbar(xs, ys, yerr=np.array(err).T, fmt="o", capsize=3,
+                label="failures per 1M calls (Poisson 95% CI)")
+    grid = np.linspace(0, max(xs) * 1.05, 50)
+    ax.plot(grid, d["intercept"] + d["slope"] * grid, "-",
+            label=f"weighted fit: slope {d['slope']:.3g} per {how['unit']}, intercept "
+                  f"{d['intercept']:.3g}, R^2 {d['r2']:.2f}")
+    ax.set_ylabel("failures per 1M checksum calls")
+    ax.set_title(f"Dose-response: {how['what']} ({d['flavour']}, gcc49)")
+    ax.legend(fontsize=8)
+    rax.axhline(0, color="grey", lw=0.8)
+    rax.plot(xs, [p["residual"] for p in d["points"]], "o")
+    rax.set_xlabel(how["label"] + (" / 1000" if d["dose"] == "rate" else ""))
+    rax.set_ylabel("residual")
     fig.savefig(path)
     plt.close(fig)
