@@ -146,7 +146,8 @@ def main():
     ap.add_argument("--packages", default=",".join(PACKAGES),
                     help=f"comma-separated series (default {','.join(PACKAGES)})")
     args = ap.parse_args()
-    stackscan = str(stackscan_builder.build())
+    with quietly():
+        stackscan = str(stackscan_builder.build())
     rows = []
     with tempfile.TemporaryDirectory(prefix="stock-scan-") as tmp:
         for spec in args.packages.split(","):

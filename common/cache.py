@@ -67,19 +67,26 @@ def builder_main(build, doc, option, what):
 
 
 @contextlib.contextmanager
+def one_line():
+    """For a command that calls builders in the block: what one raises on
+    bad ground (a cache it cannot write, a tool that is missing, a damaged
+    file it left in its tree) is one line, as every other failure of
+    theirs is."""
+    try:
+        yield
+    except (OSError, OneLineError) as e:
+        die(str(e))
+    except (ValueError, lzma.LZMAError) as e:
+        die(f"{type(e).__name__}: {e}")
+
+
+@contextlib.contextmanager
 def quietly():
-    """For a command that calls builders in the block: their progress and
-    cache lines are held back (the command reports its own outcome; each
-    builder's own command shows them), and what one raises on bad ground
-    (a cache it cannot write, a tool that is missing, a damaged file it
-    left in its tree) is one line, as every other failure of theirs is."""
-    with quiet():
-        try:
-            yield
-        except (OSError, OneLineError) as e:
-            die(str(e))
-        except (ValueError, lzma.LZMAError) as e:
-            die(f"{type(e).__name__}: {e}")
+    """one_line(), and the builders' progress and cache lines held back
+    (the command reports its own outcome; each builder's own command shows
+    them)."""
+    with quiet(), one_line():
+        yield
 
 
 @contextlib.contextmanager

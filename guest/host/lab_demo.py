@@ -79,7 +79,7 @@ import sys
 import time
 
 from common import PY, REPO
-from common.cache import quietly
+from common.cache import one_line, quietly
 from common.errors import die
 from common.progress import heartbeat
 from analysis import chkwinlog
@@ -357,8 +357,9 @@ def run(args):
     # Every boot's chkwin watches what stackscan finds in its own kernel;
     # the report names those windows.
     for flavour in sorted({c.flavour for c in exp.conds if c.kind in TRACED}):
-        exp.watch(flavour, kernelwindows.copy_to(
-            artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows"))
+        with one_line():
+            exp.watch(flavour, kernelwindows.copy_to(
+                artifacts.kernel_dirs[flavour] / "vmlinux", top, f"{flavour}.windows"))
     exp.save()
     # Every kernel, disk and file a boot reads, checked where it will run.
     engine.check([exp.specs.boot(c, 1) for c in exp.conds])

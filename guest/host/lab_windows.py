@@ -22,7 +22,7 @@ from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
 from common import PY, REPO
-from common.cache import quietly
+from common.cache import one_line, quietly
 from common.errors import die
 from guest.host import kbuild
 from guest.host import kernelwindows
@@ -43,7 +43,8 @@ def main():
     with quietly():
         kdir = kbuild.kernel_dir("unpatched")
     out = new_run_dir(args.results, "windows-")
-    wfile = kernelwindows.copy_to(kdir / "vmlinux", out)
+    with one_line():
+        wfile = kernelwindows.copy_to(kdir / "vmlinux", out)
     found = windows.read(wfile)
     print(f"windows: stackscan found {len(found)} in {kdir / 'vmlinux'}: "
           + ", ".join(w.name for w in found), flush=True)
