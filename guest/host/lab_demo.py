@@ -383,7 +383,7 @@ def run(args):
             boots = sum(map(len, rounds))
             pilot = all(c.kind == "pilot" for due in rounds for c, _ in due)
             left = sum(exp.estimate(c) for due in rounds for c, _ in due) / \
-                min(exp.slots, boots)
+                min(exp.settings.jobs, boots)
             which = f"round {rnd + 1}" if len(rounds) == 1 else \
                 f"rounds {rnd + 1}-{rnd + len(rounds)}"
             print(f"demo: {which}{' (the pilot)' if pilot else ''}: {boots} boots, "
