@@ -88,7 +88,6 @@ from analysis import design
 from analysis import documents
 from analysis import model
 from analysis import planning
-from analysis import report
 from analysis import windows
 from guest.host import bootrunner
 from guest.host import demo_options
@@ -426,9 +425,12 @@ def main(argv=None):
     args = demo_options.parse_args(__doc__.splitlines()[0], argv)
     top, doc = run(args)
     # The report `chkwin-analyze report` would write, from the record in hand.
+    # Imported here: the report draws (matplotlib), which --help and a
+    # flag error need not load.
+    from analysis import report
     try:
         verdicts = report.write_experiment(top, doc)
-    except (correlate.LoadError, chkwinlog.LogError) as e:
+    except (correlate.LoadError, chkwinlog.LogError, OSError, ValueError) as e:
         die(f"the report failed: {e}; runs are in {top}")
     point_latest(args.results, top)
     print()
