@@ -5,8 +5,9 @@ guest/host/lab_demo.py writes as its run goes and analysis/experiment.py
 reads; and a checksum failure as analysis/correlate.py finds it
 (`chkwin-analyze correlate` prints them).
 
-experiment.json carries VERSION; a record of another version, or of
-none (written before records had one), is refused in one line."""
+experiment.json carries VERSION; a record of none was written before
+records had one, in the layout of version 1, and is read as that (results
+already recorded stay readable); another version is refused in one line."""
 
 import dataclasses
 import json
@@ -151,12 +152,10 @@ class ExperimentDoc:
 
     @classmethod
     def from_json(cls, d):
-        version = d.get("version")
+        version = d.get("version", 1)
         if version != VERSION:
-            raise ExperimentError(
-                ("a record of no version (written before experiment.json carried one)"
-                 if version is None else f"a record of version {version!r}")
-                + f"; this analysis reads version {VERSION}")
+            raise ExperimentError(f"a record of version {version!r}; "
+                                  f"this analysis reads version {VERSION}")
         doc = cls(seed=d["seed"], conditions=[Condition.from_json(c) for c in d["conditions"]],
                   boots=[Boot.from_json(b) for b in d["boots"]],
                   missing=[Missing.from_json(m) for m in d.get("missing") or []],
