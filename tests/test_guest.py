@@ -10,6 +10,7 @@ import pytest
 
 from tests.boots import boot
 from common import PY, REPO
+from guest.host import console_lines
 from tests.kernels import kernel_dir
 
 pytestmark = pytest.mark.guest
@@ -53,7 +54,7 @@ def test_lab_check(flavour, window, tmp_path):
         assert addr == system_map[name], name
     assert run.status["ending"] == "exited"
     assert run.status["scenario_status"] == 0
-    assert (tmp_path / "results.bin").read_bytes() == b"CHKWIN-STATUS 0\n"
+    assert (tmp_path / "results.bin").read_text() == console_lines.status_line(0)
 
 
 def test_hung_guest_is_killed_and_console_kept(tmp_path):

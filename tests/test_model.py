@@ -8,6 +8,7 @@ import pytest
 
 
 from analysis import calibration
+from guest.host import console_lines
 from guest.host import interrupts
 from analysis import model
 from analysis import planning
@@ -131,8 +132,9 @@ def test_unclamped_dispersion_tells_phase_lock_from_poisson():
     assert verdict.dispersion_ci([(5, 1)])[0] is None
 
 
-CONSOLE = """\
-CHKWIN-PROC-BEGIN before
+BEGIN, END = console_lines.TAGS["PROC_BEGIN"], console_lines.TAGS["PROC_END"]
+CONSOLE = f"""\
+{BEGIN} before
 1.52 1.02
            CPU0       
  11:        510     GIC-0  27 Level     arch_timer
@@ -142,9 +144,9 @@ IPI0:          0       Rescheduling interrupts
 IPI1:          0       Function call interrupts
 Err:          0
 cpu  10 0 30 102 0 0 1 0 0 0
-CHKWIN-PROC-END before
+{END} before
 workers: 1
-CHKWIN-PROC-BEGIN after
+{BEGIN} after
 31.52 3.02
            CPU0       
  11:      30530     GIC-0  27 Level     arch_timer
@@ -154,7 +156,7 @@ IPI0:          4       Rescheduling interrupts
 IPI1:          0       Function call interrupts
 Err:          0
 cpu  900 0 2100 302 0 0 50 0 0 0
-CHKWIN-PROC-END after
+{END} after
 """
 
 
@@ -165,8 +167,7 @@ def test_interrupt_counts_around_the_scenario():
                    "timer": 30_020, "device": 3_002, "ipi": 4, "cpus": 1}
 
 
-@pytest.mark.parametrize("cut", ["CHKWIN-PROC-END after", "CHKWIN-PROC-BEGIN after",
-                                 "cpu  900"])
+@pytest.mark.parametrize("cut", [f"{END} after", f"{BEGIN} after", "cpu  900"])
 def test_interrupt_counts_of_a_cut_console_are_none(cut):
     assert interrupts.around_scenario(CONSOLE[:CONSOLE.index(cut)]) is None
 

@@ -136,7 +136,7 @@ def collect(adds, scratch):
     put("init", stat.S_IFREG | 0o755, (GUEST_DIR / "init").read_bytes())
     scenarios = sorted((GUEST_DIR / "scenarios").iterdir())
     for path in scenarios:
-        # _lib.sh is sourced by the others: not executable, so not a scenario.
+        # _lib.sh and _console.sh are sourced: not executable, so not scenarios.
         mode = 0o644 if path.name.startswith("_") else 0o755
         put(f"scenarios/{path.name}", stat.S_IFREG | mode, path.read_bytes())
     for name, binary in program_binaries().items():

@@ -1,7 +1,7 @@
 """Interrupt counts and CPU time around a scenario, from the console.
 
 guest/init prints /proc/uptime, /proc/interrupts and the cpu line of
-/proc/stat between CHKWIN-PROC-BEGIN and CHKWIN-PROC-END lines, once
+/proc/stat as a block (console_proc, guest/scenarios/_console.sh), once
 before the scenario and once after.  The difference is what the failure
 model needs: how many interrupts arrived, of which kind, in how many guest
 seconds, and how much of that time the CPUs were idle or in interrupt
@@ -16,10 +16,8 @@ numbered line (virtio, serial), raised by QEMU's other threads and taken
 where a translation block starts.
 """
 
-import re
+from guest.host import console_lines
 
-_BLOCK = re.compile(r"^CHKWIN-PROC-BEGIN (\w+)\s*\n(.*?)^CHKWIN-PROC-END \1\s*$",
-                    re.M | re.S)
 USER_HZ = 100       # /proc/stat's unit on arm64
 
 
@@ -57,7 +55,7 @@ def around_scenario(console_text):
     'task_seconds', 'timer', 'device', 'ipi', 'cpus'}; seconds of every
     CPU together but 'seconds', the uptime), or None when the console lacks
     a whole before and after block (a guest that died, an older init)."""
-    blocks = {m.group(1): m.group(2) for m in _BLOCK.finditer(console_text)}
+    blocks = console_lines.proc_blocks(console_text)
     if "before" not in blocks or "after" not in blocks:
         return None
     try:

@@ -41,7 +41,8 @@ PACKAGES = ["bpftrace", "linux-perf", "rt-tests", "busybox"]
 IMAGE_SIZE = "3G"
 # Files put into the root, guest path -> source in the repo.
 GLUE = {"sbin/chkwin-init": GUEST / "debian" / "chkwin-init",
-        "sbin/chkwin-second-stage": GUEST / "debian" / "second-stage"}
+        "sbin/chkwin-second-stage": GUEST / "debian" / "second-stage",
+        "sbin/chkwin-console.sh": GUEST / "scenarios" / "_console.sh"}
 STAGE_TWO_TIMEOUT = 3600
 
 
@@ -87,7 +88,8 @@ def stage_one(tree, logfile):
 
 
 def add_glue(tree):
-    """Our PID 1 scripts, and the paths the tools disk's init expects."""
+    """Our PID 1 scripts with the console lines they print, and the paths
+    the tools disk's init expects."""
     for guest, source in GLUE.items():
         shutil.copyfile(source, tree / guest)
         os.chmod(tree / guest, 0o755)

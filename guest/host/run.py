@@ -49,6 +49,7 @@ import time
 
 from common.cache import quietly
 from common.errors import die
+from guest.host import console_lines
 from guest.host import initramfs
 from guest.host import interrupts
 from guest.host import kbuild
@@ -63,8 +64,6 @@ from guest.host.resultsdir import check_out_dir, write_json
 
 QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
-STATUS_RE = re.compile(r"^CHKWIN-STATUS (\d+)\s*$", re.M)
-CALLS_RE = re.compile(r"^CHKWIN-CALLS (\d+)\s*$", re.M)
 PANIC_RE = re.compile(r"^.*Kernel panic - not syncing.*$", re.M)
 UPTIME_RE = re.compile(r"^\[\s*(\d+\.\d+)\]", re.M)
 # chkwin's closing record (loader/chkwin.c), as a scenario passes it on.
@@ -467,18 +466,16 @@ def boot_qemu(cmd, console, out, timeout):
 def console_figures(text, ending, qemu_exit, wall):
     """What a boot's console says of it: the part of status.json that a
     replay of the boot must reproduce (ending and figures), and its cost."""
-    statuses = STATUS_RE.findall(text)
     uptimes = UPTIME_RE.findall(text)
     failures = kmsg.failures(text)
-    calls = CALLS_RE.findall(text)
     return {"ending": ending, "qemu_exit": qemu_exit,
-            "scenario_status": int(statuses[-1]) if statuses else None,
+            "scenario_status": console_lines.last_status(text),
             "wall_seconds": wall,
             "guest_uptime": float(uptimes[-1]) if uptimes else None,
             "checksum_invalid": failures["inode"],
             "checksum_failures": failures,
             "checksum_failures_total": sum(failures.values()),
-            "checksum_calls": int(calls[-1]) if calls else None,
+            "checksum_calls": console_lines.last_calls(text),
             "interrupts": interrupts.around_scenario(text),
             "chkwin": chkwin_result(text)}
 
@@ -498,7 +495,7 @@ def boot_exit(status, text, timeout, out, scenario):
         qemu_err = (out / "qemu.log").read_text(errors="replace").strip()
         why = qemu_err.splitlines()[-1] if qemu_err else \
             f"QEMU exited {status['qemu_exit']}"
-        print(f"run: error: guest stopped without a CHKWIN-STATUS line "
+        print(f"run: error: guest stopped without a {console_lines.STATUS_TAG} line "
               f"({why}; console: {console})", file=sys.stderr)
         return EXIT_NO_STATUS
     if status["scenario_status"] != 0:
