@@ -54,7 +54,7 @@ def test_lab_check(flavour, window, tmp_path):
         assert addr == system_map[name], name
     assert run.status["ending"] == "exited"
     assert run.status["scenario_status"] == 0
-    assert (tmp_path / "results.bin").read_text() == console_lines.status_line(0)
+    assert (tmp_path / "results.bin").read_bytes() == console_lines.status_line(0).encode()
 
 
 def test_hung_guest_is_killed_and_console_kept(tmp_path):

@@ -26,10 +26,12 @@ def read_tags(path=DECLARATION):
     try:
         tags = dict(_ASSIGNMENT.findall(path.read_text()))
     except (OSError, UnicodeDecodeError) as e:
-        raise ProtocolError(f"{path}: cannot read the console tags: {e}") from e
+        raise ProtocolError(f"{path}: cannot read the console tags: "
+                            f"{getattr(e, 'strerror', None) or e}") from e
     missing = [name for name in NEEDED if name not in tags]
     if missing:
-        raise ProtocolError(f"{path}: no CHKWIN_TAG_{missing[0]}= line")
+        raise ProtocolError(f"{path}: no CHKWIN_TAG_{missing[0]}=TAG line (one "
+                            "unquoted assignment a line, nothing after it)")
     return tags
 
 
