@@ -21,7 +21,6 @@ from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
-from guest.host import kbuild
 from guest.host import stockkernel
 
 pytestmark = pytest.mark.guest
@@ -70,7 +69,7 @@ def test_stackscans_windows_attribute_every_failure(lab_run):
     (as placed by the kernel's System.map), and every failure the kernel
     printed follows an arrival in one."""
     wfile, run, log, corr = lab_run
-    sysmap = kbuild.kernel_dir("unpatched") / "System.map"
+    sysmap = kernel_dir("unpatched") / "System.map"
     placed = windows.place(windows.read(wfile), windows.symbols_from(sysmap))
     assert log.watched() == [(w.name, first, last) for w, first, last in placed]
     assert "window" not in log.header and "window.exact" not in log.header

@@ -48,17 +48,20 @@ def status_line(code):
     return f"{STATUS_TAG} {code}\n"
 
 
+def _last_number(line, text):
+    found = line.findall(text)
+    return int(found[-1]) if found else None
+
+
 def last_status(text):
     """The last status line's code, or None when the guest printed none."""
-    found = _STATUS.findall(text)
-    return int(found[-1]) if found else None
+    return _last_number(_STATUS, text)
 
 
 def last_calls(text):
     """The last checksum-calls line's count, or None (a kernel without the
     debug patch's counter prints none)."""
-    found = _CALLS.findall(text)
-    return int(found[-1]) if found else None
+    return _last_number(_CALLS, text)
 
 
 def proc_blocks(text):

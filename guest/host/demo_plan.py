@@ -15,8 +15,6 @@ from guest.host import run as run_py
 # Condition kinds whose boots run chkwin, which watches the lab kernel's
 # windows (the others run no tracer and boot without them).
 TRACED = ("recorded", "rate")
-# Condition kinds whose boots are the walker alone (the workload's boots).
-WALKER = ("pilot", "counting", "control", "aa", "dose")
 
 
 def tried(doc, c):

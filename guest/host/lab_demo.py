@@ -70,7 +70,6 @@ so far) are written as the run goes, so a killed run keeps what it did;
 `analysis/chkwin-analyze report results/<timestamp>` rebuilds the report.
 """
 
-import json
 import os
 import pathlib
 import random
@@ -95,13 +94,15 @@ from guest.host import initramfs
 from guest.host import kbuild
 from guest.host import kernelwindows
 from guest.host import testdisk
-from guest.host.demo_plan import TRACED, WALKER, Plan, Specs, tried
-from guest.host.resultsdir import new_run_dir
+from guest.host.demo_plan import TRACED, Plan, Specs, tried
+from guest.host.resultsdir import new_run_dir, write_json
 from guest.host.slurmengine import SlurmEngine
 
 # Wall seconds a boot costs beyond its guest seconds, until one is measured
 # (-singlestep boots take about four times their guest seconds as well).
 OVERHEAD = 15
+# Condition kinds whose boots are the walker alone (the workload's boots).
+WALKER = ("pilot", "counting", "control", "aa", "dose")
 
 
 def conditions(args):
@@ -155,9 +156,7 @@ class Experiment:
         self.settings.engine_detail = self.engine.describe()
 
     def save(self):
-        tmp = self.top / ".experiment.json.tmp"
-        tmp.write_text(json.dumps(self.doc.to_json(), indent=1) + "\n")
-        os.replace(tmp, self.top / "experiment.json")
+        write_json(self.top / "experiment.json", self.doc.to_json(), indent=1)
 
     def estimate(self, c):
         """Wall seconds the next boot of c will take: as its last one did;
