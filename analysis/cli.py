@@ -23,8 +23,8 @@ import sys
 from analysis import chkwinlog
 from analysis import compare
 from analysis import correlate
+from analysis import documents
 from analysis import summary
-from analysis.documents import FAILURE_CSV
 
 PROG = "chkwin-analyze"
 
@@ -95,7 +95,7 @@ def cmd_correlate(args):
         return
     if args.format == "csv":
         w = csv.writer(out)
-        w.writerow(FAILURE_CSV)
+        w.writerow(documents.FAILURE_CSV)
         w.writerows(f.csv_row() for f in corr.failures)
         return
     json.dump({"log": str(args.log), "status": log.status,
@@ -156,7 +156,6 @@ def cmd_compare(args):
 
 
 def cmd_report(args):
-    from analysis import documents
     from analysis import report
     top = pathlib.Path(args.dir)
     if (top / "experiment.json").exists() and not args.logs:
@@ -182,7 +181,6 @@ def cmd_report(args):
 
 def cmd_pool(args):
     from analysis import decisions
-    from analysis import documents
     from analysis import experiment
     from analysis import tables
     try:

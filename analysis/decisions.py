@@ -136,6 +136,6 @@ def dose_line(d):
                                         "shows no decided trend against")
     ilo, ihi = d["intercept_ci"]
     return (f"failures per 1M calls {sign} {how['what']}: slope {d['slope']:.3g} per "
-            f"{how['unit']} (95% CI {lo:.3g}-{hi:.3g}), intercept {d['intercept']:.3g} "
-            f"({ilo:.3g}-{ihi:.3g}), R^2 {d['r2']:.2f}, {len(d['points'])} points, "
+            f"{how['unit']} (95% CI {interval(lo, hi)}), intercept {d['intercept']:.3g} "
+            f"({interval(ilo, ihi)}), R^2 {d['r2']:.2f}, {len(d['points'])} points, "
             f"{'t on ' + str(d['df']) + ' df' if d['df'] > 0 else 'two points: no scatter to see'}")

@@ -19,9 +19,10 @@ import collections
 import pathlib
 import re
 
+from common import REPO
 from common.errors import OneLineError
 
-HEADER = pathlib.Path(__file__).resolve().parents[1] / "bpf" / "chkwin.h"
+HEADER = REPO / "bpf" / "chkwin.h"
 
 # A trailer's count.NAME or lost.NAME whose hooks the run left out
 # (loader/names.h): not a zero, nothing was there to count.  A mode.HOOK

@@ -303,18 +303,18 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
     ratio = rate_ratio(k1, n1, k2, n2)[0]
     _, lo95, hi95 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.95))
     _, lo90, hi90 = rate_ratio(k1 / phi, n1, k2 / phi, n2, spread.level(0.90))
-    evidence = (f"{what} {_fmt(ratio)}, 95% CI {_fmt(lo95)}-{_fmt(hi95)}; "
+    evidence = (f"{what} {_fmt(ratio)}, 95% CI {interval(lo95, hi95)}; "
                 f"{k1} and {k2} failures in {len(a)} and {len(b)} {unit}; {how}")
     # Inside the margin is a claim about the spread too: not on assumed Poisson.
     inside = bool(spread.df) and 1 / (1 + margin) <= lo90 and hi90 <= 1 + margin
     more = None
     if lo95 > 1 or hi95 < 1:
         kind = "differs"
-        text = (f"differs, by less than the margin {band}: 90% CI {_fmt(lo90)}-"
-                f"{_fmt(hi90)} ({evidence})" if inside else f"differs ({evidence})")
+        text = (f"differs, by less than the margin {band}: 90% CI "
+                f"{interval(lo90, hi90)} ({evidence})" if inside else f"differs ({evidence})")
     elif inside:
         kind = "equivalent"
-        text = (f"equivalent within {band}: 90% CI {_fmt(lo90)}-{_fmt(hi90)} "
+        text = (f"equivalent within {band}: 90% CI {interval(lo90, hi90)} "
                 f"({evidence})")
     else:
         kind = "undecided"
