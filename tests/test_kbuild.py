@@ -116,8 +116,8 @@ def test_series_files_name_the_flavours():
     unpatched = (PATCHES / "series.unpatched").read_text().split()
     patched = (PATCHES / "series.patched").read_text().split()
     assert patched[:len(unpatched)] == unpatched
-    assert [n[:4] for n in unpatched] == ["0001", "0002", "0004"]
-    assert [n[:4] for n in patched] == ["0001", "0002", "0004", "0003"]
+    assert [n[:4] for n in unpatched] == ["0001", "0002", "0004", "0005"]
+    assert [n[:4] for n in patched] == ["0001", "0002", "0004", "0005", "0003"]
 
 
 def disassemble(flavour, function):

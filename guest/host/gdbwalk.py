@@ -14,12 +14,11 @@ failures   stop at each ext4 error report whose error is EFSBADCRC; note
            its instruction count, function, message and inode.
 calls      for each failure, from some instructions before it: every
            call of the checksum function (its arguments, its stack
-           pointer, its result), and for each call whose result is not
-           the CRC32C of its bytes, the stack words below its frame that
-           hold the wrong result.
-slots      for each such call, from its first instruction: every access
-           to those words until it returns (instruction count, pc, sp,
-           value), and the exception frame below the writer's sp.
+           pointer, its result against the CRC32C of its bytes).
+trace      for each call whose result is wrong, from its first
+           instruction to its return: every instruction the CPU ran, in
+           whatever context, with the registers it changed
+           (guest/host/provenance.py follows the wrong value in it).
 
 This file only observes: it never writes guest memory or registers.
 """
@@ -33,10 +32,6 @@ import gdb
 EFSBADCRC = 74            # EBADMSG, as ext4 reports a bad checksum
 MASK64 = (1 << 64) - 1
 ICOUNT_RE = re.compile(r"instruction count = (\d+)")
-# Later accesses at which a write's exception frame is looked for: an
-# entry saves its frame within a few dozen instructions.
-FRAME_TRIES = 64
-POST_INDEX_SP = re.compile(r"\[sp\], #(-?(?:0x[0-9a-f]+|\d+))")
 
 
 class ReplayEnded(Exception):
@@ -70,14 +65,6 @@ def reg(name):
 
 def read(addr, n):
     return bytes(gdb.selected_inferior().read_memory(addr, n))
-
-
-def u32(addr):
-    return int.from_bytes(read(addr, 4), "little")
-
-
-def u64(addr):
-    return int.from_bytes(read(addr, 8), "little")
 
 
 def icount():
@@ -215,7 +202,7 @@ def pass_calls(job):
                         returns[call["lr"]] = True
                         bps.append(gdb.Breakpoint(f"*{call['lr']:#x}", internal=True))
                 elif sp in pending and pending[sp]["lr"] == pc:
-                    calls.append(returned(pending.pop(sp), now, job["stack_scan_bytes"]))
+                    calls.append(returned(pending.pop(sp), now))
             results.append(calls_of(target, calls, start))
     except ReplayEnded:
         if len(results) < len(job["targets"]):
@@ -235,76 +222,14 @@ def calls_of(target, calls, start):
         and c["return_icount"] <= target["icount"]]}
 
 
-def returned(call, now, scan_bytes):
-    """A call at its return: its result against the CRC32C of its bytes,
-    and where it went wrong, the stack words that hold the wrong result."""
+def returned(call, now):
+    """A call at its return: its result against the CRC32C of its bytes."""
     call["return_icount"] = now
     call["result"] = reg("x0") & 0xFFFFFFFF
     data = read(call["address"], call["length"])
     call["expected"] = crc32c_update(call["crc"] & 0xFFFFFFFF, data)
     call["bad"] = call["result"] != call["expected"]
-    if call["bad"]:
-        call["holding_result"] = stack_words(call["sp"], scan_bytes, call["result"])
     return call
-
-
-def stack_words(sp, nbytes, value):
-    """Addresses of the 4-byte-aligned words in [sp - nbytes, sp) that
-    hold value: where the wrong result may have been read from."""
-    base = sp - nbytes
-    data = read(base, nbytes)
-    return [base + i for i in range(0, nbytes, 4)
-            if int.from_bytes(data[i:i + 4], "little") == value]
-
-
-def exception_frame(sp, layout):
-    """The saved registers of an exception frame at sp: (pc, sp, pstate),
-    or None when the words there do not form one (an EL1 exception saves
-    the interrupted sp as its own frame's top)."""
-    saved_sp = u64(sp + layout["sp"])
-    if saved_sp != sp + layout["size"]:
-        return None
-    return {"base": sp, "pc": u64(sp + layout["pc"]), "sp": saved_sp,
-            "pstate": u64(sp + layout["pstate"])}
-
-
-def access(addr, before, pc, sp, kind):
-    """One watchpoint stop on the word at addr.  QEMU stops after the
-    access, so the instruction that made it is the one before pc (loads
-    and stores do not branch).  For a write, ELR_EL1 is the return
-    address of the exception being handled, if any."""
-    by = pc - 4
-    at, insn = where(by)
-    hit = {"icount": icount(), "kind": kind, "addr": addr, "pc": by, "at": at,
-           "insn": insn, "sp": sp_of_access(insn, sp), "before": before,
-           "after": u32(addr), "frame": None}
-    if kind == "write":
-        hit["elr_el1"], hit["frame_tries"] = reg("ELR_EL1"), 0
-    return hit
-
-
-def sp_of_access(insn, sp):
-    """The sp an access is judged against, from the sp after it: a
-    post-indexed pop ("ldp x25, x26, [sp], #16") read its words before it
-    raised sp, at the sp before."""
-    m = POST_INDEX_SP.search(insn)
-    return sp - int(m.group(1), 0) if m else sp
-
-
-def frame_writes(hits, layout):
-    """Read the exception frame of each earlier write made by an exception
-    entry, once the entry has finished saving the frame: at a later access
-    (the entry saves the interrupted sp after the word was written)."""
-    for write in hits[:-1]:
-        if write["kind"] != "write" or write["frame"] is not None \
-                or write["frame_tries"] >= FRAME_TRIES:
-            continue
-        write["frame_tries"] += 1
-        frame = exception_frame(write["sp"], layout)
-        # Complete once it holds the return address the write saw.
-        if frame and frame["pc"] == write["elr_el1"]:
-            frame["at"], frame["insn"] = where(frame["pc"])
-            write["frame"] = frame
 
 
 def pt_regs_layout():
@@ -315,13 +240,79 @@ def pt_regs_layout():
             "sp": offset("sp"), "pc": offset("pc"), "pstate": offset("pstate")}
 
 
-def pass_slots(job):
-    """For each bad call (ascending entry icount): the writes that change
-    its candidate words from its first instruction until it returns, and
-    the reads of each word once a write has put the wrong result over a
-    value the call stored there."""
-    layout = pt_regs_layout()
-    results = []
+def task(addr):
+    """The comm and pid of the task_struct at addr (sp_el0 in the kernel)."""
+    try:
+        t = gdb.parse_and_eval(f"(struct task_struct *){addr:#x}").dereference()
+        return {"addr": addr, "comm": t["comm"].string(errors="replace"),
+                "pid": int(t["pid"])}
+    except gdb.error:
+        return {"addr": addr, "comm": None, "pid": None}
+
+
+REGS = [f"x{i}" for i in range(31)] + ["sp"]
+
+
+def registers(frame):
+    """x0-x30 and sp, read from gdb's register cache (one fetch a stop)."""
+    return [int(frame.read_register(r)) & MASK64 for r in REGS]
+
+
+def instruction(pc, cache):
+    """The instruction at pc and its symbol, read once per pc (the text is
+    read-only: gdb takes it from vmlinux)."""
+    if pc not in cache:
+        cache[pc] = where(pc)
+    return cache[pc]
+
+
+def trace_call(target, limit, cache):
+    """Every instruction the CPU ran from the call's first instruction to
+    its return, whatever context ran it: per step its pc and the registers
+    that changed since the step before (x0-x30, sp), and at exception
+    entries the system registers that name the exception.  The replay is
+    deterministic, so single-stepping it changes nothing it would do."""
+    frame = gdb.selected_frame()
+    before = registers(frame)
+    start = {"icount": icount(), "regs": before, "sp_el0": reg("SP_EL0"),
+             "task": task(reg("SP_EL0")),
+             "tpidr_el1": reg("TPIDR_EL1"), "vectors": address_of("vectors"),
+             "bytes": read(target["address"], target["length"]).hex()}
+    # The exception vector table: 16 entries of 128 bytes.
+    vectors = (start["vectors"], start["vectors"] + 0x800)
+    steps, pc = [], reg("pc")
+    while True:
+        at, insn = instruction(pc, cache)
+        gdb.execute("stepi", to_string=True)
+        if not gdb.selected_inferior().threads():
+            raise ReplayEnded("the replay ended inside a traced call")
+        frame = gdb.selected_frame()
+        after = registers(frame)
+        step = {"pc": pc, "at": at, "insn": insn,
+                "set": {REGS[i]: v for i, (a, v) in enumerate(zip(before, after)) if a != v}}
+        pc = int(frame.read_register("pc")) & MASK64
+        # A context switch sets current: name the task it switches to.
+        if insn.startswith("msr sp_el0,"):
+            step["task"] = task(reg("SP_EL0"))
+        # An exception enters the vector table from outside it.
+        if vectors[0] <= pc < vectors[1] and not vectors[0] <= step["pc"] < vectors[1]:
+            step["exception"] = {"vector": pc, "elr_el1": reg("ELR_EL1"),
+                                 "spsr_el1": reg("SPSR_EL1"), "icount": icount()}
+        steps.append(step)
+        before = after
+        if pc == target["lr"] and after[31] == target["sp"]:
+            break
+        if len(steps) >= limit:
+            return {"start": start, "steps": steps, "error":
+                    f"the call had not returned after {limit:,} instructions"}
+    return {"start": start, "steps": steps, "end": {
+        "icount": icount(), "pc": pc, "bytes": read(target["address"], target["length"]).hex()}}
+
+
+def pass_trace(job):
+    """For each bad call (ascending entry icount): its trace (trace_call)."""
+    gdb.execute("set trust-readonly-sections on")
+    results, cache = [], {}
     try:
         for target in job["targets"]:
             now = run_to(target["entry_icount"])
@@ -331,87 +322,10 @@ def pass_slots(job):
                                 f"entry ({target['entry_icount']}, sp {target['sp']:#x})"})
                 continue
             results.append({"entry_icount": target["entry_icount"],
-                            "hits": watch_call(target, layout)})
+                            **trace_call(target, job["step_limit"], cache)})
     except ReplayEnded:
         pass
-    return {"targets": results, "pt_regs": layout}
-
-
-def word_values(words):
-    """The current value of each watched word, in one read of their span."""
-    low, high = min(words), max(words) + 4
-    data = read(low, high - low)
-    return {a: int.from_bytes(data[a - low:a - low + 4], "little") for a in words}
-
-
-def watch_call(target, layout):
-    wrong = target["result"]
-    words = {addr: u32(addr) for addr in target["words"]}
-    changed = {addr: [] for addr in target["words"]}
-    # gdb's write watchpoints stop only where the value changes.
-    watches = {}
-
-    def watch(addr, kind):
-        bp = gdb.Breakpoint(f"*(unsigned int *){addr:#x}", gdb.BP_WATCHPOINT,
-                            gdb.WP_WRITE if kind == "write" else gdb.WP_READ,
-                            internal=True)
-        watches[bp.number] = (bp, addr, kind)
-
-    for addr in target["words"]:
-        watch(addr, "write")
-    back = gdb.Breakpoint(f"*{target['lr']:#x}", internal=True)
-    hits, stopped_by, reading = [], [], set()
-
-    def on_stop(event):
-        stopped_by[:] = [bp.number for bp in getattr(event, "breakpoints", [])]
-
-    gdb.events.stop.connect(on_stop)
-    try:
-        while True:
-            resume()
-            pc, sp = reg("pc"), reg("sp")
-            if pc == target["lr"] and sp == target["sp"]:
-                break
-            triggered = {watches[n][1] for n in stopped_by if n in watches}
-            if not triggered:
-                continue
-            # A stop names one word, though a pair store may have written
-            # two: every watched word whose value moved was written, and a
-            # named word that kept its value was read.
-            now_values = word_values(words)
-            moved = [a for a in words if now_values[a] != words[a]]
-            read_back = [] if moved else [a for a in triggered if a in reading]
-            # gdb stops on a write watchpoint only when the value differs
-            # from the one it last saw: renew those of words it did not name.
-            for number, (bp, addr, kind) in list(watches.items()):
-                if kind == "write" and addr in moved and addr not in triggered:
-                    bp.delete()
-                    del watches[number]
-                    watch(addr, "write")
-            for addr, kind in [(a, "write") for a in moved] + [(a, "read") for a in read_back]:
-                hit = access(addr, words[addr], pc, sp, kind)
-                # A word gdb did not name changed at this instruction or
-                # at one since the last stop.
-                hit["exact"] = addr in triggered
-                hits.append(hit)
-                frame_writes(hits, layout)
-                if kind == "read":
-                    continue
-                words[addr] = hit["after"]
-                changed[addr].append(hit["after"])
-                # The wrong result over a value stored during the call:
-                # from now on its reads matter.
-                if hit["after"] == wrong and addr not in reading and \
-                        any(v != wrong for v in changed[addr][:-1]):
-                    reading.add(addr)
-                    watch(addr, "read")
-    finally:
-        gdb.events.stop.disconnect(on_stop)
-        if gdb.selected_inferior().threads():
-            back.delete()
-            for bp, _, _ in watches.values():
-                bp.delete()
-    return hits
+    return {"targets": results, "pt_regs": pt_regs_layout()}
 
 
 def main():
@@ -422,7 +336,7 @@ def main():
     gdb.execute("set print pretty off")
     gdb.execute(f"target remote {job['socket']}", to_string=True)
     result = {"failures": pass_failures, "calls": pass_calls,
-              "slots": pass_slots}[job["pass"]](job)
+              "trace": pass_trace}[job["pass"]](job)
     tmp = os.environ["CHKWIN_WALK_OUT"] + ".tmp"
     with open(tmp, "w") as f:
         json.dump(result, f)

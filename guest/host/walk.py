@@ -31,6 +31,7 @@ from analysis import windows as windows_file
 from common.cache import quietly
 from common.errors import die
 from guest.host import kernelwindows
+from guest.host import provenance
 from guest.host import recordreplay
 from guest.host.resultsdir import write_json
 
@@ -42,10 +43,9 @@ CHKSUM_FUNCTION = "ext4_chksum"
 # first the short reach, then each ten times longer (a preempted or long
 # interrupted call may lie further back).
 REACHES = (200_000, 2_000_000, 20_000_000)
-# Stack bytes below the call's sp searched for the word holding the
-# wrong result: the descriptor lies in the call's own frames, within
-# this of its sp on entry.
-STACK_SCAN_BYTES = 1024
+# Instructions a traced call may take, interrupts and other tasks
+# included, before its trace is cut (about 10 minutes of stepping).
+STEP_LIMIT = 400_000
 SOCKET_WAIT = 30
 
 
@@ -134,8 +134,8 @@ def find_bad_calls(run, meta, out, failures):
         targets = [{"failure": n, "icount": f["icount"], "after": f["after"],
                     "from": max(0, f["icount"] - reach)} for n, f in pending]
         res = run_pass(run, meta, out, "calls",
-                       {"targets": targets, "chksum_function": CHKSUM_FUNCTION,
-                        "stack_scan_bytes": STACK_SCAN_BYTES}, f"calls-{i + 1}")
+                       {"targets": targets, "chksum_function": CHKSUM_FUNCTION},
+                       f"calls-{i + 1}")
         by_number = {t["failure"]: t["calls"] for t in res["targets"]}
         still = []
         for n, f in pending:
@@ -147,77 +147,6 @@ def find_bad_calls(run, meta, out, failures):
                 still.append((n, f))
         pending = still
     return found
-
-
-def explained(watch, call, layout, placed):
-    return bool(watch and "hits" in watch
-                and mechanism(call, watch["hits"], layout, placed)["explained"])
-
-
-def pt_regs_field(offset, layout):
-    """The pt_regs member at offset, e.g. 'x13' or 'pc'."""
-    named = {layout["sp"]: "sp", layout["pc"]: "pc", layout["pstate"]: "pstate"}
-    word = offset - offset % 8
-    half = "low" if offset % 8 == 0 else "high"
-    if word in named:
-        return f"pt_regs.{named[word]} ({half} half)"
-    if 0 <= word < 8 * 31:
-        return f"pt_regs.x{word // 8} ({half} half)"
-    return f"pt_regs+{offset:#x}"
-
-
-def window_of(pc, placed):
-    for window, first, last in placed:
-        if first <= pc <= last:
-            return window.name
-    return None
-
-
-def mechanism(call, hits, layout, placed):
-    """The story of one failure from its bad call and the watch of the
-    words that held its result: the read of the wrong result below the
-    reader's sp, the write of the right state into that word before it,
-    and the writes between the two; the exception frame of the first of
-    those that has one is the interrupt."""
-    wrong = call["result"]
-    # The class of bug: a read of a word below the reader's own sp.  Reads
-    # above it are handlers reading their own frames.
-    reads = [h for h in hits if h["kind"] == "read" and h["after"] == wrong
-             and h["addr"] < h["sp"]]
-    if not reads:
-        return {"explained": False,
-                "why": "no word the call stored into was overwritten with the "
-                       "wrong result and read back below the reader's sp"}
-    load = reads[-1]
-    writes = [h for h in hits if h["kind"] == "write" and h["addr"] == load["addr"]
-              and h["icount"] <= load["icount"]]
-    right = [i for i, w in enumerate(writes) if w["after"] == call["expected"]]
-    kept = [i for i, w in enumerate(writes) if w["after"] != wrong]
-    at = (right or kept or [None])[-1]
-    if at is None or at == len(writes) - 1:
-        return {"explained": False, "load": load,
-                "why": "the word read back was not written over a value the call stored"}
-    stored, overwrites = writes[at], writes[at + 1:]
-    overwrite = overwrites[-1]
-    story = {"explained": overwrite["after"] == wrong, "slot": load["addr"],
-             "load": load, "stored": stored, "overwrites": overwrites,
-             "overwrite": overwrite, "stored_value": stored["after"],
-             "read_value": wrong, "expected": call["expected"],
-             "stored_is_expected": stored["after"] == call["expected"]}
-    # An exception frame whose saved pc is not the exception's return
-    # address is not the frame of the exception that wrote the word.
-    entry = next((w for w in overwrites if w.get("frame")
-                  and w["frame"]["pc"] == w.get("elr_el1")), None)
-    if entry:
-        frame = entry["frame"]
-        story["interrupt"] = {
-            "pc": frame["pc"], "at": frame.get("at"), "insn": frame.get("insn"),
-            "sp": frame["sp"], "pstate": frame["pstate"],
-            "frame_base": frame["base"], "elr_el1": entry["elr_el1"],
-            "entry_write": entry,
-            "field": pt_regs_field(load["addr"] - frame["base"], layout),
-            "window": window_of(frame["pc"], placed)}
-    return story
 
 
 def placed_windows(run, meta):
@@ -238,7 +167,56 @@ def placed_windows(run, meta):
         die(f"{path}: {e}")
 
 
-def story_text(n, failure, call, story):
+def context_text(ctx):
+    """'softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
+    text = ctx["kind"]
+    task = ctx.get("task")
+    if task and task.get("comm"):
+        text += f" {task['comm']} (pid {task['pid']})"
+    cb = ctx.get("callback")
+    if cb:
+        text += f": {cb['what']} {cb['function']} (via {cb['via']})"
+    irq = ctx.get("interrupted")
+    if irq:
+        text += f", in the shadow of an interrupt at {irq['at']}"
+    if ctx.get("yielded_in"):
+        text += f", run while the call yielded ({' > '.join(ctx['yielded_in'])})"
+    return text
+
+
+def hop_text(h):
+    value = "?" if h.get("value") is None else f"{h['value']:#x}"
+    if h["hop"] == "elided":
+        return f"... {h['count']} more computed in the same function"
+    if h["hop"] == "register":
+        return f"{h['reg']} = {value}"
+    where = f"{h['at']} ({h['insn']}) at {h['icount']:,}"
+    if h["hop"] == "load":
+        return f"loaded by {where} from {h['address']:#x}, {h['memory']}"
+    if h["hop"] == "store":
+        return f"stored by {where} into {h['address']:#x}, {h['memory']}"
+    return f"{h['hop']} by {where}"
+
+
+def collapsed(chain):
+    """The chain with each run of computed hops in one function shown as
+    its last and first hop (a CRC loop is dozens)."""
+    out, i = [], 0
+    while i < len(chain):
+        j = i
+        while j + 2 < len(chain) and chain[j]["hop"] == "computed" and \
+                chain[j + 2]["hop"] == "computed" and \
+                chain[j + 2]["at"].split("+")[0] == chain[i]["at"].split("+")[0]:
+            j += 2
+        if j > i + 2:
+            out += [chain[i], {"hop": "elided", "count": (j - i) // 2 - 1}, chain[j]]
+        else:
+            out += chain[i:j + 1]
+        i = j + 1
+    return out
+
+
+def story_text(n, failure, call, story, one_cpu):
     lines = [f"failure {n}: {failure.get('message')!r} ({failure['function']} from "
              f"{failure.get('reported_by')}), inode {failure.get('inode')}, "
              f"reported at instruction {failure['icount']:,}"]
@@ -250,28 +228,66 @@ def story_text(n, failure, call, story):
                  f"at {call['address']:#x}) at {call['entry_icount']:,}, sp {call['sp']:#x}: "
                  f"returned {call['result']:#010x}, the CRC32C of its bytes is "
                  f"{call['expected']:#010x}")
+    inputs = story.get("inputs")
+    if inputs:
+        changed = inputs["changed_by_return"]
+        lines.append(f"  inputs    seed {inputs['seed']:#010x} as passed; bytes at return "
+                     + ("as at entry" if not changed else
+                        f"differ from entry at offsets {changed[:8]}")
+                     + (f"; the computation read {len(inputs['misread'])} byte(s) that "
+                        f"differ from entry (first at offset {inputs['misread'][0]['offset']})"
+                        if inputs["misread"] else ""))
+    for h in collapsed(story.get("chain", [])):
+        lines.append(f"  <-        {hop_text(h)}")
     if not story.get("explained"):
-        lines.append(f"  unexplained: {story.get('why', 'the last write is not the wrong value')}")
+        lines.append(f"  unexplained: {story.get('why', 'no trace')}"
+                     + ("; the boot had one vCPU: a writer on another CPU is not in "
+                        "its replay" if one_cpu else ""))
+        for lf in story.get("leaves", [])[:6]:
+            lines.append(f"  depends on {lf['memory']}"
+                         + (f" ({lf['address']:#x}, read by {lf['read_by']})"
+                            if "address" in lf else ""))
         return "\n".join(lines)
-    if story["stored"]:
+    w = story["writer"]
+    if w["kind"] == "no cpu writer":
+        lines.append(f"  writer    none on this CPU: the checksummed bytes at {w['address']:#x} "
+                     f"changed after the call's entry with no store in its trace "
+                     f"(another CPU or a device{'; one vCPU here: a device' if one_cpu else ''})")
+        return "\n".join(lines)
+    lines.append(f"  writer    {w['at']} ({w['insn']}) at {w['icount']:,} in "
+                 f"{context_text(w['context'])}")
+    if w["kind"] == "memory":
+        before = "?" if w["before"] is None else f"{w['before']:#x}"
+        after = "?" if w["after"] is None else f"{w['after']:#x}"
+        lines.append(f"  wrote     {w['address']:#x} ({w['memory']}): {before} -> {after}")
+    if story.get("stored"):
         s = story["stored"]
         lines.append(f"  stored    {story['stored_value']:#010x} at {story['slot']:#x} "
                      f"by {s['at']} ({s['insn']}) at {s['icount']:,}")
     irq = story.get("interrupt")
     if irq:
         win = f"in window {irq['window']}" if irq["window"] else "in no window stackscan found"
+        field = f"; wrote {irq['field']}" if irq["field"] else ""
         lines.append(f"  interrupt pc {irq['at']} ({irq['insn']}), sp {irq['sp']:#x}, "
-                     f"pstate {irq['pstate']:#x}: {win}; frame at {irq['frame_base']:#x}")
-    for o in story["overwrites"]:
-        what = irq["field"] if irq and o is irq["entry_write"] else f"{story['slot']:#x}"
-        by = "" if o.get("exact", True) else " or an instruction since the last stop"
-        lines.append(f"  overwrite {o['at']} ({o['insn']}){by} wrote {what}: "
-                     f"{o['before']:#010x} -> {o['after']:#010x} at {o['icount']:,}")
-    ld = story["load"]
-    lines.append(f"  load      {ld['at']} ({ld['insn']}) read {ld['after']:#010x} "
-                 f"at {ld['icount']:,}, sp {ld['sp']:#x} (the word is "
-                 f"{ld['sp'] - story['slot']} bytes below it)")
+                     f"pstate {irq['pstate']:#x}: {win}; frame at {irq['frame_base']:#x}"
+                     f"{field}")
+    if story.get("load"):
+        ld = story["load"]
+        below = ld["sp"] - story["slot"]
+        on_stack = story["memory"] == "the calling task's stack"
+        lines.append(f"  load      {ld['at']} ({ld['insn']}) read {ld['after']:#x} "
+                     f"at {ld['icount']:,}, sp {ld['sp']:#x}"
+                     + (f" (the word is {below} bytes below it)" if on_stack and below > 0
+                        else ""))
     return "\n".join(lines)
+
+
+def vcpus(meta):
+    """The recorded boot's vCPUs (QEMU 7.2 records only one)."""
+    argv = meta["argv"]
+    if "-smp" not in argv:
+        return 1
+    return int(argv[argv.index("-smp") + 1].split(",")[0].removeprefix("cpus="))
 
 
 def vmlinux_of(meta):
@@ -300,38 +316,29 @@ def main(run, meta, which, out):
     if which != "all":
         chosen = chosen[which - 1:which]
     calls = find_bad_calls(run, meta, out, chosen)
-    # One watch a call, however many failures it fed.
+    # One trace a call, however many failures it fed.
     unique = {c["entry_icount"]: c for c in calls.values()}
-    targets = [{"entry_icount": e, "sp": c["sp"], "lr": c["lr"], "result": c["result"],
-                "words": c["holding_result"]} for e, c in sorted(unique.items())]
-    watched = run_pass(run, meta, out, "slots", {"targets": targets}) if targets \
-        else {"targets": [], "pt_regs": None}
-    watch_of = {t["entry_icount"]: t for t in watched["targets"]}
+    targets = [{"entry_icount": e, "sp": c["sp"], "lr": c["lr"], "address": c["address"],
+                "length": c["length"]} for e, c in sorted(unique.items())]
+    traced = run_pass(run, meta, out, "trace", {"targets": targets,
+                                                 "step_limit": STEP_LIMIT}) \
+        if targets else {"targets": [], "pt_regs": None}
+    trace_of = {t["entry_icount"]: t for t in traced["targets"]}
     placed = placed_windows(run, meta)
-    # Where the words holding the wrong result at the call's return do not
-    # tell (code after the load, a tracer's handler say, wrote over the
-    # word before the call returned), watch every word of the call's stack.
-    wide = [{**t, "words": [t["sp"] - STACK_SCAN_BYTES + i
-                            for i in range(0, STACK_SCAN_BYTES, 4)]}
-            for t in targets if not explained(watch_of.get(t["entry_icount"]),
-                                              unique[t["entry_icount"]],
-                                              watched["pt_regs"], placed)]
-    if wide:
-        again = run_pass(run, meta, out, "slots", {"targets": wide}, "slots-wide")
-        watch_of.update({t["entry_icount"]: t for t in again["targets"]
-                         if explained(t, unique[t["entry_icount"]], again["pt_regs"],
-                                      placed)})
+    kdir = recordreplay.kernel_dir(meta)
+    symbols = provenance.Symbols(kdir / "System.map", kdir / "config")
+    one_cpu = vcpus(meta) == 1
     walks = []
     for n, failure in chosen:
         call = calls.get(n)
         story = None
         if call is not None:
-            watch = watch_of.get(call["entry_icount"],
-                                 {"error": "the replay ended before the call's watch"})
-            story = {"explained": False, "why": watch["error"]} if "error" in watch \
-                else mechanism(call, watch["hits"], watched["pt_regs"], placed)
+            trace = trace_of.get(call["entry_icount"],
+                                 {"error": "the replay ended before the call's trace"})
+            story = {"explained": False, "why": trace["error"]} if "error" in trace \
+                else provenance.explain(trace, call, symbols, traced["pt_regs"], placed)
         walks.append({"failure": n, "report": failure, "call": call, "story": story,
-                      "text": story_text(n, failure, call, story)})
+                      "text": story_text(n, failure, call, story or {}, one_cpu)})
     doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
            "failures_reported": len(failures) if which == "all" else None,
            "walked": len(walks),
