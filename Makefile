@@ -5,7 +5,7 @@ FLAVOURS  := unpatched patched
 # make demo: guest/lab_demo.py --help says what each setting does and its
 # default; a variable set here (make demo CLOCK=host) passes it on.
 DEMO_SETTINGS := CLOCK SHIFT JOBS BOOTS AA_WIDTH POWER PLAN_FROM BOOT_SECONDS \
-	RECORD_SECONDS BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD RR_BOOTS \
+	RECORD_SECONDS BUDGET MARGIN SEED SMP MEM SAMPLE_HZ RECORD WORKLOAD RR_BOOTS RR_EXACT \
 	ENGINE PARTITION ACCOUNT TIME_LIMIT RETRIES PASSES QEMU
 DEMO_ARGS = $(foreach v,$(DEMO_SETTINGS),$(if $($(v)),--$(subst _,-,$(shell echo $(v) | tr A-Z a-z)) $($(v))))
 WIDTHS         ?= 1,2,4,8,16

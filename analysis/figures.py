@@ -2,7 +2,9 @@
 (analysis/experiment.py's Results).  It leads with two: every
 comparison's ratio with its 90% and 95% intervals against 1 and the
 equivalence margin (a forest plot), and measured against predicted
-failures on log axes; a dose sweep adds its dose-response plots."""
+failures on log axes; a dose sweep adds its dose-response plots; a run
+whose failures were walked by replay opens with one of them on the
+instruction count."""
 
 import math
 
@@ -14,6 +16,7 @@ import numpy as np  # noqa: E402
 
 from analysis.experiment import DOSES, PER  # noqa: E402
 from analysis.poisson import poisson_ci  # noqa: E402
+from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
            "agrees": "tab:green"}
@@ -154,5 +157,46 @@ def dose_plot(d, path):
     rax.plot(xs, [p["residual"] for p in d["points"]], "o")
     rax.set_xlabel(how["label"] + (" / 1000" if d["dose"] == "rate" else ""))
     rax.set_ylabel("residual")
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def walk_timeline(boot, walk, path):
+    """One walked failure (analysis/walks.py) on the instruction count of
+    its call: the call's own task on one row, the context that wrote the
+    wrong value on the other, and the store of the state, the arrival,
+    the write and the load marked where they happened."""
+    call, story = walk["call"], walk["story"]
+    entry = call["entry_icount"]
+    writer, span, load = story["writer"], story.get("span"), story.get("load")
+    fig, ax = plt.subplots(figsize=(10, 2.9), dpi=100, layout="constrained")
+    ax.plot([0, call["return_icount"] - entry], [1, 1], color="tab:blue", lw=6,
+            solid_capstyle="butt", alpha=0.35)
+    if span:
+        ax.plot([span["start_icount"] - entry, span["end_icount"] - entry], [0, 0],
+                color="tab:red", lw=6, solid_capstyle="butt", alpha=0.35)
+    marks = []
+    if story.get("stored"):
+        s = story["stored"]
+        marks.append((s["icount"], 1, "o", "tab:blue", f"stored {story['stored_value']:#x}\n{s['at']}"))
+    irq = story.get("interrupt")
+    if irq:
+        marks.append((irq["icount"], 1, "v", "black", f"interrupt arrives\nat {irq['at']}"))
+    marks.append((writer["icount"], 0, "X", "tab:red", f"writes {writer.get('after') or 0:#x}\n"
+                  f"{writer['at']}"))
+    if load:
+        marks.append((load["icount"], 1, "s", "tab:blue", f"loads {load['after']:#x}\n{load['at']}"))
+    for n, (ic, y, marker, colour, label) in enumerate(sorted(marks)):
+        x = ic - entry
+        ax.plot([x], [y], marker, color=colour, ms=9)
+        ax.annotate(label, (x, y), xytext=(0, 14 if n % 2 == 0 else -30),
+                    textcoords="offset points", fontsize=7.5, ha="center", color=colour)
+    ax.set_yticks([0, 1], [walks.context_text(writer["context"]).split(":")[0][:40],
+                           "the checksum call's task"])
+    ax.set_ylim(-0.9, 1.9)
+    ax.set_xlabel(f"instructions since the call's entry (instruction {entry:,})")
+    ax.set_title(f"{boot}, failure {walk['failure']}: inode {walk['report'].get('inode')}, "
+                 f"ext4_chksum() returned {call['result']:#010x} for {call['expected']:#010x}",
+                 fontsize=9)
     fig.savefig(path)
     plt.close(fig)

@@ -111,6 +111,20 @@ def plan_line(doc):
     return text + ("" if missing else "; every condition got its boots")
 
 
+def walk_lead(res):
+    """What the opening figure shows, and where each attribution of the
+    report comes from."""
+    n, explained, in_window = res.walk_totals
+    traced = sum(len(corr.failures) for _, corr in res.runs.values())
+    return (f"One failure of a boot recorded with QEMU's record/replay, replayed under "
+            f"the gdb stub and followed from the wrong checksum back to the store that "
+            f"put it there: {explained} of {n} walked failures were explained this way, "
+            f"{in_window} by an interrupt in a window stackscan found. These attributions "
+            f"come from replay, with no tracer in the boot; the recorded boots' tables "
+            f"further down ({traced} failures) come from the flight recorder, a tracer "
+            f"inside its boots.")
+
+
 def notes(res):
     """{section title: the paragraph before its table}."""
     n, explained, in_window = res.walk_totals

@@ -178,8 +178,21 @@ def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
         doses.append((name, f"dose: {d['dose']}"))
     design, notes = prose.design(res), prose.notes(res)
 
-    h = ["<h1>chkwin experiment</h1>", "<h2>Decision</h2>"]
-    md = ["# chkwin experiment", "", "## Decision", ""]
+    h = ["<h1>chkwin experiment</h1>"]
+    md = ["# chkwin experiment", ""]
+    story = walks.first_explained(res.walked)
+    if story:
+        boot, walk = story
+        figures.walk_timeline(boot, walk, outdir / "walk.png")
+        h.append("<h2>A failure walked to its cause</h2>")
+        md += ["## A failure walked to its cause", ""]
+        h.append(f"<p>{_esc(prose.walk_lead(res))}</p>")
+        md += [_md(prose.walk_lead(res)), ""]
+        _images(h, md, outdir, [("walk.png", "one failure on the instruction count")])
+        h.append(f"<pre>{_esc(walk['text'])}</pre>")
+        md += ["```", walk["text"], "```", ""]
+    h.append("<h2>Decision</h2>")
+    md += ["## Decision", ""]
     _images(h, md, outdir, leading)
     h += ["<ul>"] + [f"<li>{_esc(text)}</li>" for _, text in lines] + ["</ul>"]
     h += [f"<p>{_esc(prose.LIMITS)}</p>", f"<p>{_esc(design)}</p>"]

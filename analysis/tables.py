@@ -3,6 +3,7 @@
 column heads, every cell text."""
 
 from analysis import model
+from analysis import walks
 from analysis.experiment import PER
 from analysis.verdict import interval
 
@@ -76,34 +77,37 @@ def decomposition_table(rows):
 
 
 def walks_table(walked):
-    """A row per failure walked by replay (analysis/walks.py)."""
-    table = [["boot", "failure", "message", "inode", "call (bytes)",
-              "interrupted at", "window", "overwritten by", "state", "read back by",
+    """A row per failure walked by replay (analysis/walks.py): where the
+    wrong value was written, by what, into which memory, and read back."""
+    table = [["boot", "failure", "message", "inode", "call (bytes)", "written by",
+              "context", "memory", "interrupted at", "window", "value", "read back by",
               "source"]]
     for boot, doc in walked:
         for w in doc["walks"]:
             story, call, report = w["story"] or {}, w["call"], w["report"]
+            writer = story.get("writer") or {}
             irq = story.get("interrupt") or {}
             table.append([
                 boot, w["failure"], report.get("message") or "-", report.get("inode"),
                 f"{call['length']} at {call['address']:#x}" if call else "none found",
+                (f"{writer['at']} ({writer['insn']})" if writer.get("at") else "-")
+                if story.get("explained") else story.get("why", "-"),
+                walks.context_text(writer["context"]) if writer else "-",
+                writer.get("memory") or "-",
                 f"{irq['at']} ({irq['insn']})" if irq else "-",
                 irq.get("window") or ("none stackscan found" if irq else "-"),
-                overwritten_by(story, irq) if story.get("explained") else story.get("why", "-"),
-                f"{story['stored_value']:#010x} -> {story['read_value']:#010x}"
-                if story.get("explained") else "-",
-                story["load"]["at"] if story.get("explained") else "-",
-                "replay"])
+                value_change(writer), (story.get("load") or {}).get("at", "-"), "replay"])
     return table
 
 
-def overwritten_by(story, irq):
-    """The exception entry's write and the pt_regs member, and how many
-    writes followed it before the load."""
-    first = irq["entry_write"] if irq else story["overwrites"][0]
-    text = f"{first['at']}: {irq['field']}" if irq else first["at"]
-    later = len(story["overwrites"]) - 1 - story["overwrites"].index(first)
-    return text + (f", then {later} more write{'s' if later > 1 else ''}" if later else "")
+def value_change(writer):
+    """'before -> after' of the writer's store, '?' where the trace did not
+    know the bytes before it."""
+    if writer.get("kind") != "memory":
+        return "-"
+    before = "?" if writer["before"] is None else f"{writer['before']:#x}"
+    after = "?" if writer["after"] is None else f"{writer['after']:#x}"
+    return f"{before} -> {after}"
 
 
 def boots_table(doc):

@@ -68,14 +68,15 @@ def demo(results, args):
 
 
 # The short demo of tests/test_demo.py, whose boots tests/test_slurm.py
-# runs again through Slurm: one flavour, four counting boots a condition
+# runs again through Slurm (no boot recorded for replay: tests/test_demo_replay.py
+# walks the demo's): one flavour, four counting boots a condition
 # of 20 walker passes (about 28 guest seconds; at most 60: the pilot's
 # wide window prints ~500 failures a boot to the console, which costs
 # guest time, and needs about 46), so that a
 # phase seed makes the same calls wherever it runs.
 SHORT_DEMO = ["--flavours", "unpatched", "--boot-seconds", "60", "--passes", "20",
               "--boots", "4", "--record-seconds", "60", "--no-controls", "--seed", "11",
-              "--jobs", "2"]
+              "--jobs", "2", "--rr-exact", "off"]
 _short_demo = []
 
 

@@ -1,6 +1,8 @@
 """make demo RR_BOOTS=2, short: the first two boots of each counting
-condition are recorded for replay, every failure of theirs is walked after
-the last round, and the report shows the walks as replay's attributions.
+condition (and by default every exact-window boot) are recorded for
+replay, every failure of theirs is walked after the last round, and the
+report opens with one walked failure and shows the walks as replay's
+attributions.
 
 One flavour, two boots of each condition, 10 guest seconds: the verdicts
 of so small a run are not what this checks (tests/test_demo.py does).
@@ -54,3 +56,7 @@ def test_every_failure_of_a_recorded_boot_is_walked_into_the_report(demo):
     assert "Failures walked by replay" in html
     assert html.count("<td>replay</td>") == sum(w["walked"] for _, w in walked)
     assert "ext4_chksum_gcc49+0x74" in html
+    # It opens with one walked failure, its timeline and its story.
+    assert html.index("A failure walked to its cause") < html.index("<h2>Decision</h2>")
+    assert (top / "walk.png").stat().st_size > 0
+    assert "interrupt pc ext4_chksum_gcc49+0x74" in html and "pt_regs.x" in html

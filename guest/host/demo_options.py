@@ -168,6 +168,11 @@ def guest_options(ap):
                          "condition with QEMU's record/replay, then walk every "
                          "failure of theirs to its cause by replay (guest/replay.py; "
                          "default 0)")
+    ap.add_argument("--rr-exact", choices=["on", "off"],
+                    help="icount: record every boot of the exact window (gcc49-exact) "
+                         "with QEMU's record/replay and walk every failure of theirs, "
+                         "so that the report opens with one walked to its cause "
+                         "(default on with --clock icount; the host clock cannot record)")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
 
@@ -180,6 +185,8 @@ def clock_defaults(args):
         args.sample_hz = 0 if args.clock == "icount" else 20000
     if args.smp is None:
         args.smp = 1 if args.clock == "icount" else 2
+    if args.rr_exact is None:
+        args.rr_exact = "on" if args.clock == "icount" else "off"
 
 
 def check(ap, args):
@@ -198,8 +205,9 @@ def check(ap, args):
         ap.error("--partition, --account and --time-limit go with --engine slurm")
     if args.passes and (args.clock != "icount" or args.workload != "inode-loop"):
         ap.error("--passes bounds the walker's boots on icount (--workload inode-loop)")
-    if args.rr_boots and args.clock != "icount":
-        ap.error("--rr-boots needs --clock icount: QEMU records only instruction time")
+    if (args.rr_boots or args.rr_exact == "on") and args.clock != "icount":
+        ap.error("--rr-boots and --rr-exact on need --clock icount: QEMU records only "
+                 "instruction time")
     if not 0 < args.power < 0.95:
         ap.error("--power must lie in (0, 0.95): \"equivalent\" at a true ratio of 1 "
                  "approaches 95% only as the boots grow without bound")

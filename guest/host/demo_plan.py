@@ -269,7 +269,8 @@ class Specs:
                       "--phase-seed", str(self.phase_seed(c, n))]
             if self.args.passes and scenario == "inode-loop":
                 flags += ["--passes", str(self.args.passes)]
-            if c.kind == "counting" and n <= self.args.rr_boots:
+            if c.kind == "counting" and (n <= self.args.rr_boots or (
+                    self.args.rr_exact == "on" and c.window == "gcc49-exact")):
                 flags.append("--record-replay")
         limit = run_py.watchdog_seconds(self.seconds(c), c.singlestep, c.clock,
                                         self.args.shift)

@@ -59,17 +59,20 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              (no log kept) at each sampler rate: the interrupt rate as a
              dose; the loader counts the arrivals per guest second.
 
-With --rr-boots N the first N boots of each counting condition are recorded
-with QEMU's record/replay (guest/run.py --record-replay), and after the
-last round every failure of theirs is walked to its cause by replay
-(guest/replay.py --failure all); the report shows those walks, whose
-boots ran no tracer, beside the tracer's tables.
+On icount every boot of the exact window (gcc49-exact) is recorded with
+QEMU's record/replay (guest/run.py --record-replay; --rr-exact off records
+none), and --rr-boots N records the first N boots of each counting
+condition as well; after the last round every failure of theirs is walked
+to its cause by replay (guest/replay.py --failure all).  The report opens
+with one walked failure on the instruction count and shows every walk,
+whose boots ran no tracer, beside the tracer's tables.
 
 Every boot's directory and experiment.json (the plan, the seed, every boot
 so far) are written as the run goes, so a killed run keeps what it did;
 `analysis/chkwin-analyze report results/<timestamp>` rebuilds the report.
 """
 
+import concurrent.futures
 import os
 import pathlib
 import random
@@ -393,24 +396,32 @@ def run(args):
         engine.close()
     exp.plan.power_got()
     exp.save()
-    walk_recorded(top, exp.boots)
+    walk_recorded(top, exp.boots, exp.settings.jobs)
     return top, exp.doc
 
 
-def walk_recorded(top, boots):
+def walk_recorded(top, boots, jobs):
     """Every failure of the boots recorded for replay, walked to its cause
     (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
-    reads).  A walk that fails is said in one line; the boots stay."""
+    reads), jobs walks at a time (a walk's QEMU replays one vCPU).  A walk
+    that fails is said in one line; the boots stay."""
     recorded = [b for b in boots if b.record_replay and b.failures_total]
-    for b in recorded:
-        proc = subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
-                               "--failure", "all"], capture_output=True, text=True)
-        last = (proc.stdout.strip().splitlines() or [""])[-1]
-        if proc.returncode == 0 or last.startswith("walk: "):
-            print(f"demo: {b.dir}: {last}", flush=True)
-        else:
-            why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
+    if recorded:
+        print(f"demo: walking the {sum(b.failures_total for b in recorded)} failures of "
+              f"{len(recorded)} recorded boots by replay", flush=True)
+
+    def walk(b):
+        return b, subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
+                                  "--failure", "all"], capture_output=True, text=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        for b, proc in pool.map(walk, recorded):
+            last = (proc.stdout.strip().splitlines() or [""])[-1]
+            if proc.returncode == 0 or last.startswith("walk: "):
+                print(f"demo: {b.dir}: {last}", flush=True)
+            else:
+                why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+                print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
 
 
 def point_latest(results, top):

@@ -559,6 +559,10 @@ def explain(doc, call, symbols, layout, placed):
     story["stored_value"] = story["stored"]["after"] if story["stored"] else None
     story["stored_is_expected"] = story["stored_value"] == call["expected"]
     span = t.span_of[k_store].outermost()
+    story["span"] = {"kind": story["writer"]["context"]["kind"],
+                     "start_icount": t.icounts[span.start],
+                     "end_icount": t.icounts[span.end] if span.end is not None
+                     else t.doc["end"]["icount"]}
     if span.kind == "exception":
         irq = t.interrupted(span)
         base = irq["sp"] - layout["size"]

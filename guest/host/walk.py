@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 
+from analysis import walks as walk_doc
 from analysis import windows as windows_file
 from common.cache import quietly
 from common.errors import die
@@ -167,55 +168,6 @@ def placed_windows(run, meta):
         die(f"{path}: {e}")
 
 
-def context_text(ctx):
-    """'softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
-    text = ctx["kind"]
-    task = ctx.get("task")
-    if task and task.get("comm"):
-        text += f" {task['comm']} (pid {task['pid']})"
-    cb = ctx.get("callback")
-    if cb:
-        text += f": {cb['what']} {cb['function']} (via {cb['via']})"
-    irq = ctx.get("interrupted")
-    if irq:
-        text += f", in the shadow of an interrupt at {irq['at']}"
-    if ctx.get("yielded_in"):
-        text += f", run while the call yielded ({' > '.join(ctx['yielded_in'])})"
-    return text
-
-
-def hop_text(h):
-    value = "?" if h.get("value") is None else f"{h['value']:#x}"
-    if h["hop"] == "elided":
-        return f"... {h['count']} more computed in the same function"
-    if h["hop"] == "register":
-        return f"{h['reg']} = {value}"
-    where = f"{h['at']} ({h['insn']}) at {h['icount']:,}"
-    if h["hop"] == "load":
-        return f"loaded by {where} from {h['address']:#x}, {h['memory']}"
-    if h["hop"] == "store":
-        return f"stored by {where} into {h['address']:#x}, {h['memory']}"
-    return f"{h['hop']} by {where}"
-
-
-def collapsed(chain):
-    """The chain with each run of computed hops in one function shown as
-    its last and first hop (a CRC loop is dozens)."""
-    out, i = [], 0
-    while i < len(chain):
-        j = i
-        while j + 2 < len(chain) and chain[j]["hop"] == "computed" and \
-                chain[j + 2]["hop"] == "computed" and \
-                chain[j + 2]["at"].split("+")[0] == chain[i]["at"].split("+")[0]:
-            j += 2
-        if j > i + 2:
-            out += [chain[i], {"hop": "elided", "count": (j - i) // 2 - 1}, chain[j]]
-        else:
-            out += chain[i:j + 1]
-        i = j + 1
-    return out
-
-
 def story_text(n, failure, call, story, one_cpu):
     lines = [f"failure {n}: {failure.get('message')!r} ({failure['function']} from "
              f"{failure.get('reported_by')}), inode {failure.get('inode')}, "
@@ -237,8 +189,8 @@ def story_text(n, failure, call, story, one_cpu):
                      + (f"; the computation read {len(inputs['misread'])} byte(s) that "
                         f"differ from entry (first at offset {inputs['misread'][0]['offset']})"
                         if inputs["misread"] else ""))
-    for h in collapsed(story.get("chain", [])):
-        lines.append(f"  <-        {hop_text(h)}")
+    for h in walk_doc.collapsed(story.get("chain", [])):
+        lines.append(f"  <-        {walk_doc.hop_text(h)}")
     if not story.get("explained"):
         lines.append(f"  unexplained: {story.get('why', 'no trace')}"
                      + ("; the boot had one vCPU: a writer on another CPU is not in "
@@ -255,7 +207,7 @@ def story_text(n, failure, call, story, one_cpu):
                      f"(another CPU or a device{'; one vCPU here: a device' if one_cpu else ''})")
         return "\n".join(lines)
     lines.append(f"  writer    {w['at']} ({w['insn']}) at {w['icount']:,} in "
-                 f"{context_text(w['context'])}")
+                 f"{walk_doc.context_text(w['context'])}")
     if w["kind"] == "memory":
         before = "?" if w["before"] is None else f"{w['before']:#x}"
         after = "?" if w["after"] is None else f"{w['after']:#x}"
