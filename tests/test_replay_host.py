@@ -8,7 +8,6 @@ import subprocess
 from common import PY, REPO
 
 from guest.host import recordreplay
-from guest.host import walk
 from guest.host.replay import first_difference
 
 
@@ -90,36 +89,3 @@ def test_record_replay_needs_instruction_time(tmp_path):
     assert proc.stderr.strip() == ("run.py: error: --record-replay needs --clock icount: "
                                    "QEMU records and replays only instruction time")
     assert not (tmp_path / "o").exists()
-
-
-def hit(kind, icount, addr, before, after, at, sp, frame=None, elr=None):
-    return {"kind": kind, "icount": icount, "addr": addr, "before": before,
-            "after": after, "at": at, "insn": "-", "sp": sp, "frame": frame,
-            "elr_el1": elr, "exact": True}
-
-
-def test_the_load_is_the_read_below_the_readers_sp_not_a_handlers():
-    """A wrong result of 0 sits in many stack words; handlers write and
-    read their own frames (above their sp) during the call.  The walk
-    takes the read below the reader's sp, after the word it read got the
-    wrong value over the one the call stored there."""
-    slot, other = 0x1808, 0x16bc
-    layout = {"size": 336, "sp": 248, "pc": 256, "pstate": 264}
-    frame = {"base": 0x1780, "pc": 0xc074, "sp": 0x18d0, "pstate": 5, "at": "f+0x74",
-             "insn": "ldr w0, [x19, #8]"}
-    call = {"result": 0, "expected": 0x1234}
-    hits = [hit("write", 10, slot, 7, 0x1234, "chksum_update+0x20", 0x17a0),
-            hit("write", 20, slot, 0x1234, 0, "el1h_64_irq+0x20", 0x1780, frame, 0xc074),
-            hit("write", 30, other, 0xffffffc0, 0, "sched_clock+0x8", 0x16a0),
-            hit("read", 40, other, 0, 0, "sched_clock+0x64", 0x16a0),
-            hit("read", 50, slot, 0, 0, "f+0x74", 0x18d0)]
-    story = walk.mechanism(call, hits, layout, [])
-    assert story["explained"] and story["slot"] == slot
-    assert story["load"]["icount"] == 50 and story["overwrite"]["icount"] == 20
-    assert story["stored"]["at"] == "chksum_update+0x20"
-    assert story["stored_value"] == 0x1234 == story["expected"]
-    assert story["interrupt"]["field"] == "pt_regs.x17 (low half)"
-    assert story["interrupt"]["window"] is None
-    # A frame whose saved pc is not ELR_EL1 at the write is no interrupt's.
-    hits[1]["elr_el1"] = 0xdead
-    assert "interrupt" not in walk.mechanism(call, hits, layout, [])

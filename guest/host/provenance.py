@@ -323,7 +323,7 @@ class Walk:
             while d is not None and not self.own(d):
                 span = t.span_of[d].outermost()
                 end = t.span_end(span)
-                if end < before and t.value(reg, span.start) == t.value(reg, end):
+                if end <= before and t.value(reg, span.start) == t.value(reg, end):
                     d = t.last_def(reg, span.start)
                     continue
                 self.suspects.append({"kind": "register", "node": node, "step": d,
