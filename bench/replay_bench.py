@@ -11,8 +11,10 @@ Untraced inode-loop boots on the unpatched lab kernel at -icount shift=4:
                   every recording replayed once, the first three times.
   walks           every failure of recorded gcc49-exact boots (--exact-seeds,
                   two at a time until they hold 20 failures), of one width-1 and one
-                  width-16 boot, and of one gcc49-indirect boot (the window
-                  stackscan does not flag), walked by guest/replay.py.
+                  width-16 boot, of one gcc49-indirect boot (the window
+                  stackscan does not flag) and of one boot of each off-stack
+                  mode (patch 0005), walked by guest/replay.py: explained, the
+                  writers named, the walk's wall time per failure.
   tracer          one recorded boot under the loader (-R failures, loop
                   width 4): the walk's interrupted pc for each failure
                   against the flight recorder's window arrival.
@@ -26,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from analysis import chkwinlog
 from analysis import correlate
@@ -118,12 +121,40 @@ def cost_and_rates(top, seeds, seconds, margin):
 
 
 def walk(run):
+    """guest/replay.py RUN --failure all: its walk document, with the
+    walk's wall seconds."""
+    start = time.monotonic()
     proc = replay(run, "--failure", "all")
     doc = walks.latest(run)
     if doc is None:
         sys.exit(f"replay_bench: error: walk of {run.name}: "
                  f"{(proc.stderr.strip().splitlines() or ['no walk.json'])[-1]}")
-    return doc
+    return {**doc, "wall_seconds": time.monotonic() - start}
+
+
+# Recorded once each beside the exact window: the loop widths, the window
+# stackscan does not flag, and the off-stack cases of patch 0005.
+SINGLES = {"width 1": "ext4.chksum_window=gcc49",
+           "width 16": "ext4.chksum_window=gcc49 ext4.chksum_window_width=16",
+           "gcc49-indirect": "ext4.chksum_window=gcc49-indirect",
+           "offstack percpu": "ext4.chksum_offstack=percpu",
+           "offstack shared": "ext4.chksum_offstack=shared",
+           "offstack buffer": "ext4.chksum_offstack=buffer"}
+
+
+def writers(docs):
+    """'N x <context>' for the writers the walks named."""
+    named = {}
+    for d in docs:
+        for w in d["walks"]:
+            writer = (w["story"] or {}).get("writer")
+            if writer:
+                ctx = writer["context"]
+                cb = ctx.get("callback")
+                key = f"{writer['at'].split('+')[0]} in {ctx['kind']}" + \
+                    (f" ({cb['what']} {cb['function']})" if cb else "")
+                named[key] = named.get(key, 0) + 1
+    return "; ".join(f"{n} x {k}" for k, n in sorted(named.items(), key=lambda x: -x[1]))
 
 
 def walk_rows(top, exact_seeds, seconds, least=20):
@@ -138,25 +169,26 @@ def walk_rows(top, exact_seeds, seconds, least=20):
         runs += [top / f"exact-{s}" for s in pair]
         failures += sum(st["checksum_failures_total"] for st in statuses)
     exact = [walk(r) for r in runs]
-    singles = {"width 1": "ext4.chksum_window=gcc49",
-               "width 16": "ext4.chksum_window=gcc49 ext4.chksum_window_width=16",
-               "gcc49-indirect": "ext4.chksum_window=gcc49-indirect"}
     boots([(top / name.replace(" ", "-"), exact_seeds[0], seconds, append, True)
-           for name, append in singles.items()])
-    walks = {"gcc49-exact": exact}
-    walks.update({name: [walk(top / name.replace(" ", "-"))] for name in singles})
+           for name, append in SINGLES.items()])
+    walked = {"gcc49-exact": exact}
+    walked.update({name: [walk(top / name.replace(" ", "-"))] for name in SINGLES})
     rows = []
-    for name, docs in walks.items():
+    for name, docs in walked.items():
         failures = sum(d["failures_recorded"] for d in docs)
-        walked = sum(d["walked"] for d in docs)
+        n = sum(d["walked"] for d in docs)
         explained = sum(d["explained"] for d in docs)
         in_window = sum(d["in_window"] for d in docs)
+        wall = sum(d["wall_seconds"] for d in docs)
         where = sorted({w["story"]["interrupt"]["at"] for d in docs for w in d["walks"]
-                        if w["story"] and w["story"].get("interrupt")})
-        rows.append((f"{name}: failures walked to an interrupt ({len(docs)} boots)",
-                     f"{explained} of {walked} explained ({failures} on the consoles), "
-                     f"{in_window} by an interrupt in a window stackscan found; "
-                     f"interrupted at {', '.join(where) or '-'}"))
+                        if w["story"] and w["story"].get("interrupt")
+                        and w["story"]["interrupt"]["window"]})
+        rows.append((f"{name}: failures walked to their writer ({len(docs)} boots)",
+                     f"{explained} of {n} explained ({failures} on the consoles), "
+                     f"{in_window} by an interrupt in a window stackscan found"
+                     + (f" (interrupted at {', '.join(where)})" if where else "")
+                     + f"; writers: {writers(docs) or '-'}; walk {wall:.0f} s wall, "
+                     f"{wall / max(n, 1):.1f} s a failure"))
     return rows
 
 
