@@ -19,7 +19,8 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross bison flex bc libssl-dev libelf-dev dwarves \
 	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
 	python3-numpy python3-matplotlib python3-pytest python3-scipy kmod rsync \
-	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap gdb-multiarch
+	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap gdb-multiarch \
+	python3-pytest-xdist
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 # The batch engine's scheduler: installed without what it recommends (the
@@ -72,12 +73,23 @@ rootfs: deps kernels
 	$(PY) guest/rootfs.py --print-path
 
 # Tests that need no kernel (not marked guest) run first, and alone by
-# make test-host.
+# make test-host.  make test times each phase (tests/phases.py); the guest
+# tests run JOBS at a time (default one a core), those that boot
+# two-vCPU guests on the host clock in a phase of their own, one for
+# every two cores.
+TEST_JOBS = $(or $(JOBS),$(shell nproc))
+TEST_JOBS_HOSTCLOCK = $(shell echo $$(( $(TEST_JOBS) > 1 ? $(TEST_JOBS) / 2 : 1 )))
+
 test-host: deps
 	bash tests/run -m "not guest"
 
-test: test-host kernels
-	bash tests/run -m guest
+test:
+	@$(PY) tests/phases.py "deps" make --no-print-directory deps \
+		-- "host tests" env JOBS=$(TEST_JOBS) bash tests/run -m "not guest" \
+		-- "kernels" $(PY) guest/kbuild.py $(addprefix --flavour ,$(FLAVOURS)) \
+		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and not hostclock" \
+		-- "guest tests, host clock" env JOBS=$(TEST_JOBS_HOSTCLOCK) \
+			bash tests/run -m "guest and hostclock"
 
 demo: deps kernels
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)

@@ -41,13 +41,29 @@ def boot(out, flavour, scenario, *extra):
     return Run(proc, out)
 
 
+def slots(vcpus=1):
+    """Boots of vcpus vCPUs at once in this test process: its share of the
+    machine's cores when pytest-xdist runs the suite in several processes
+    (tests/run), a core for each vCPU."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers // vcpus)
+
+
+def vcpus(flags):
+    """A run.py boot's vCPUs: one on instruction time, else --smp or 2."""
+    if "icount" in flags:
+        return 1
+    smp = flags[flags.index("--smp") + 1] if "--smp" in flags else "2"
+    return int(smp) if smp.isdigit() and int(smp) > 0 else 1
+
+
 def boot_many(specs):
     """boot(*spec) for every spec, through the lab's boot runner
-    (guest/host/bootrunner.py: the local engine, one boot a core, no
-    retries); the Runs in the specs' order."""
+    (guest/host/bootrunner.py: the local engine, a core for each vCPU of
+    this process's share, no retries); the Runs in the specs' order."""
     boots = [bootrunner.Boot(out, ["--flavour", flavour, "--scenario", scenario, *extra])
              for out, flavour, scenario, *extra in specs]
-    engine = bootrunner.LocalEngine(os.cpu_count() or 1)
+    engine = bootrunner.LocalEngine(slots(max(vcpus(b.flags) for b in boots)))
     try:
         outcomes = bootrunner.run(engine, boots, retries=0)
     finally:
@@ -76,7 +92,7 @@ def demo(results, args):
 # phase seed makes the same calls wherever it runs.
 SHORT_DEMO = ["--flavours", "unpatched", "--boot-seconds", "60", "--passes", "20",
               "--boots", "4", "--record-seconds", "60", "--no-controls", "--seed", "11",
-              "--jobs", "2", "--rr-exact", "off"]
+              "--jobs", str(slots()), "--rr-exact", "off"]
 _short_demo = []
 
 

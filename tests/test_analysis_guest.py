@@ -21,7 +21,11 @@ from analysis import heatmap
 
 from guest.host import kmsg
 
-pytestmark = pytest.mark.guest
+# The recorded gcc49 boots of tests/boots.py, shared with the other modules
+# of its group in one process, which boot two-vCPU guests on the host
+# clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock,
+              pytest.mark.xdist_group("recorded-gcc49")]
 
 ANALYZE = REPO / "analysis" / "chkwin-analyze"
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")

@@ -38,7 +38,9 @@ from analysis import experiment
 from guest.host import kmsg
 from analysis import poisson
 
-pytestmark = pytest.mark.guest
+# The short demo of tests/boots.py is shared with the other module of its
+# group, in one process.
+pytestmark = [pytest.mark.guest, pytest.mark.xdist_group("short-demo")]
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from analysis import walks
 pytestmark = pytest.mark.guest
 
 ARGS = ["--flavours", "unpatched", "--boot-seconds", "10", "--boots", "2",
-        "--record-seconds", "0", "--no-controls", "--seed", "11", "--jobs", "2",
+        "--record-seconds", "0", "--no-controls", "--seed", "11", "--jobs", str(boots.slots()),
         "--rr-boots", "2"]
 
 

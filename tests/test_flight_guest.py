@@ -31,7 +31,11 @@ from analysis import correlate
 from analysis import flight
 from analysis import fsgeom
 
-pytestmark = pytest.mark.guest
+# Two-vCPU guests on the host clock (make test's hostclock phase); the
+# recorded gcc49 boots of tests/boots.py shared with the other modules of
+# its group, in one process.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock,
+              pytest.mark.xdist_group("recorded-gcc49")]
 
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
 HISTORY = 256

@@ -13,7 +13,8 @@ from common import PY, REPO
 from guest.host import console_lines
 from tests.kernels import kernel_dir
 
-pytestmark = pytest.mark.guest
+# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 FLAVOURS = ("unpatched", "patched")
 WINDOW_SYMBOLS = ["ext4_chksum_gcc49_exact_window", "ext4_chksum_gcc49_window_end",

@@ -24,7 +24,11 @@ from tests.kernels import IRQ_KPROBE_MODE
 
 from guest.host import loaderbuild
 
-pytestmark = pytest.mark.guest
+# Two-vCPU guests on the host clock (make test's hostclock phase); the
+# recorded gcc49 boots of tests/boots.py shared with the other modules of
+# its group, in one process.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock,
+              pytest.mark.xdist_group("recorded-gcc49")]
 
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
 CLASSES = {"window", "chksum", "kernel", "user"}

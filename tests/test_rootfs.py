@@ -16,7 +16,8 @@ import pytest
 from tests.boots import boot
 from common import PY, REPO
 
-pytestmark = pytest.mark.guest
+# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 DURATION = "8"
 

@@ -19,7 +19,8 @@ from analysis import windows
 from common import PY, REPO
 from common.cache import cache_root
 
-pytestmark = pytest.mark.guest
+# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 ALLOW_LAB = REPO / "analysis/stackscan/allow-lab.txt"
 

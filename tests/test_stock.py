@@ -33,7 +33,8 @@ from guest.host import stockkernel
 
 from analysis import chkwinlog
 
-pytestmark = pytest.mark.guest
+# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 DURATION = "45"
 FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",

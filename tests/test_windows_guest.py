@@ -23,7 +23,8 @@ from analysis import fsgeom
 from analysis import windows
 from guest.host import stockkernel
 
-pytestmark = pytest.mark.guest
+# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 # A phase seed whose 20 instruction-time seconds of inode-loop at width 1
 # give 16 failures on the lab kernel (the same every boot: icount).

@@ -227,35 +227,33 @@ def build(package=None):
 
 def system_map(kdir, package):
     """kdir/System.map, made from the booted kernel's (package's) kallsyms
-    if missing."""
-    path = kdir / "System.map"
-    if path.is_file():
-        return path
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "run"
-        proc = subprocess.run(
-            [PY, str(REPO / "guest/run.py"), "--flavour", "stock",
-             "--stock-package", resolve(package), "--scenario", "kallsyms", "--duration", "1",
-             "--append", "nokaslr", "--out", str(out)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            die("the kallsyms boot of the stock kernel failed: "
-                + (proc.stderr.strip().splitlines() or ["no output"])[-1])
-        lines = (out / "log.bin").read_text().splitlines()
-    # Without KALLSYMS_ALL kallsyms starts at _stext; the Image starts at
-    # _text, one SEGMENT_ALIGN (64 KiB) below it in arm64's vmlinux.lds.S
-    # (so in the lab kernels' System.map too).
-    stext = [ln.split()[0] for ln in lines if ln.endswith(" T _stext")]
-    if not stext:
-        die("the stock kernel's kallsyms has no _stext symbol")
-    lines.insert(0, f"{int(stext[0], 16) - 0x10000:016x} T _text")
-    # _einittext, an end marker typed T, is the last symbol kallsyms has:
-    # as a function it would run on through the init data to the Image's end.
-    lines = [re.sub(r" T _einittext$", " D _einittext", ln) for ln in lines]
-    # Built aside and renamed, so a cut copy is never a cache hit.
-    tmp = path.with_name(".System.map.tmp")
-    tmp.write_text("".join(ln + "\n" for ln in lines))
-    os.replace(tmp, path)
-    return path
+    if missing (a cache entry: two tests that need it at once boot once)."""
+    def make(tmp):
+        with tempfile.TemporaryDirectory() as scratch:
+            out = pathlib.Path(scratch) / "run"
+            proc = subprocess.run(
+                [PY, str(REPO / "guest/run.py"), "--flavour", "stock",
+                 "--stock-package", resolve(package), "--scenario", "kallsyms",
+                 "--duration", "1", "--append", "nokaslr", "--out", str(out)],
+                capture_output=True, text=True)
+            if proc.returncode != 0:
+                die("the kallsyms boot of the stock kernel failed: "
+                    + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+            lines = (out / "log.bin").read_text().splitlines()
+        # Without KALLSYMS_ALL kallsyms starts at _stext; the Image starts at
+        # _text, one SEGMENT_ALIGN (64 KiB) below it in arm64's vmlinux.lds.S
+        # (so in the lab kernels' System.map too).
+        stext = [ln.split()[0] for ln in lines if ln.endswith(" T _stext")]
+        if not stext:
+            die("the stock kernel's kallsyms has no _stext symbol")
+        lines.insert(0, f"{int(stext[0], 16) - 0x10000:016x} T _text")
+        # _einittext, an end marker typed T, is the last symbol kallsyms has:
+        # as a function it would run on through the init data to the Image's end.
+        lines = [re.sub(r" T _einittext$", " D _einittext", ln) for ln in lines]
+        tmp.write_text("".join(ln + "\n" for ln in lines))
+
+    return cached(kdir / "System.map", make, "stockkernel",
+                  ready=lambda p: p.is_file() and p.stat().st_size > 0)[0]
 
 
 def initramfs_adds(kdir):
