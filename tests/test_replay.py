@@ -226,6 +226,11 @@ def test_walk_follows_state_off_the_stack_to_its_writer(offstack, mode):
     assert story["chain"][-1]["step"] == story["load"]["step"]
     assert story["load"]["context"]["kind"] == "the call's own task"
     assert (story.get("interrupt") or {}).get("window") is None
+    # The bytes at entry against the device's copy of the inode's record.
+    device = story["inputs"]["device"]
+    if call["length"] >= 8:
+        assert device["checked"] and device["inode"] == walk["report"]["inode"]
+        assert device["offset_in_inode"] is not None, device
     assert f"in {kind}" in text and f"{what} {callback}" in text
     if mode == "shared":
         assert ctx["task"]["comm"].startswith("kworker"), ctx

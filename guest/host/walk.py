@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 
+from analysis import fsgeom
 from analysis import walks as walk_doc
 from analysis import windows as windows_file
 from common.cache import quietly
@@ -48,6 +49,7 @@ REACHES = (200_000, 2_000_000, 20_000_000)
 # included, before its trace is cut (about 10 minutes of stepping).
 STEP_LIMIT = 400_000
 SOCKET_WAIT = 30
+DEVICE_MIN_BYTES = 8
 
 
 def console_is_prefix(run, passdir):
@@ -168,6 +170,16 @@ def placed_windows(run, meta):
         die(f"{path}: {e}")
 
 
+def device_text(device):
+    if not device.get("checked"):
+        return ""
+    if device["offset_in_inode"] is None:
+        return (f"; not bytes of inode {device['inode']}'s record on the disk "
+                "(computed by the caller, or another structure)")
+    return (f"; as the disk holds them (inode {device['inode']}'s record, "
+            f"offset {device['offset_in_inode']})")
+
+
 def story_text(n, failure, call, story, one_cpu):
     lines = [f"failure {n}: {failure.get('message')!r} ({failure['function']} from "
              f"{failure.get('reported_by')}), inode {failure.get('inode')}, "
@@ -188,7 +200,8 @@ def story_text(n, failure, call, story, one_cpu):
                         f"differ from entry at offsets {changed[:8]}")
                      + (f"; the computation read {len(inputs['misread'])} byte(s) that "
                         f"differ from entry (first at offset {inputs['misread'][0]['offset']})"
-                        if inputs["misread"] else ""))
+                        if inputs["misread"] else "")
+                     + device_text(inputs.get("device") or {}))
     for h in walk_doc.collapsed(story.get("chain", [])):
         lines.append(f"  <-        {walk_doc.hop_text(h)}")
     if not story.get("explained"):
@@ -232,6 +245,33 @@ def story_text(n, failure, call, story, one_cpu):
                      + (f" (the word is {below} bytes below it)" if on_stack and below > 0
                         else ""))
     return "\n".join(lines)
+
+
+def device_copy(meta, ino, entry_hex):
+    """Whether the call's bytes at entry are what the device holds: found in
+    the failing inode's on-disk record of the recorded disk (its offset
+    there), or not (None: bytes the caller computed, or another
+    structure); unchecked without an inode or a disk, or for fewer than
+    DEVICE_MIN_BYTES bytes."""
+    disk = meta["inputs"].get("disk", {}).get("path")
+    # Fewer bytes than this match too many places of a record to say.
+    if ino is None or disk is None or len(entry_hex) < 2 * DEVICE_MIN_BYTES:
+        return {"checked": False}
+    try:
+        geo = fsgeom.from_image(disk)
+        block = geo.inode_block(ino)
+        if block is None:
+            return {"checked": False}
+        index = (ino - 1) % geo.inodes_per_group
+        offset = block * geo.block_size + index * geo.inode_size % geo.block_size
+        with open(disk, "rb") as f:
+            f.seek(offset)
+            record = f.read(geo.inode_size)
+    except (fsgeom.GeometryError, OSError):
+        return {"checked": False}
+    at = record.find(bytes.fromhex(entry_hex))
+    return {"checked": True, "inode": ino, "disk_offset": offset,
+            "offset_in_inode": at if at >= 0 else None}
 
 
 def vcpus(meta):
@@ -289,6 +329,9 @@ def main(run, meta, which, out):
                                  {"error": "the replay ended before the call's trace"})
             story = {"explained": False, "why": trace["error"]} if "error" in trace \
                 else provenance.explain(trace, call, symbols, traced["pt_regs"], placed)
+            if "inputs" in story:
+                story["inputs"]["device"] = device_copy(meta, failure.get("inode"),
+                                                        story["inputs"]["bytes_at_entry"])
         walks.append({"failure": n, "report": failure, "call": call, "story": story,
                       "text": story_text(n, failure, call, story or {}, one_cpu)})
     doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
