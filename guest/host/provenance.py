@@ -95,6 +95,13 @@ class Span:
         self.chain = []           # [(function, return address)]
         self.called = []          # every function entered by an indirect call
 
+    def ancestry(self):
+        """This span and the spans it is nested in, innermost first."""
+        s = self
+        while s is not None:
+            yield s
+            s = s.parent
+
     def outermost(self):
         s = self
         while s.parent is not None:
@@ -159,8 +166,11 @@ class Trace:
             chain.append((function_of(nxt["at"]), step["pc"] + 4))
             if mnem != "bl" and span is not None:
                 span.called.append(function_of(nxt["at"]))
-            if function_of(nxt["at"]) == SWITCH and span is None:
-                span = Span(len(self.spans) + 1, "task", k + 1, None,
+            # The call's task switching away, from its own code or on its
+            # way out of an interrupt (a preemption): another task runs
+            # until it switches back.
+            if function_of(nxt["at"]) == SWITCH and current == self.own_task:
+                span = Span(len(self.spans) + 1, "task", k + 1, span,
                             own_chain=[f for f, _ in chain[:-1]])
                 self.spans.append(span)
         elif mnem.startswith("ret") and nxt:
@@ -180,6 +190,7 @@ class Trace:
                     span.end = k
                     span = span.parent
                 else:
+                    span.info.setdefault("tasks", []).append(current)
                     span.info["task"] = current
         return current, span
 
@@ -250,34 +261,34 @@ class Trace:
         return (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
 
     def context(self, k):
-        """What ran step k: the call's own task, or an exception / other
-        task with its chain, the callback a dispatcher called, the irq
-        handlers and callbacks entered in it so far."""
+        """What ran step k: the call's own task, or the innermost foreign
+        context (an exception: a hard interrupt, or a softirq run on its
+        way out; another task) with its chain, the callback a dispatcher
+        called, and what it interrupted or the call yielded in."""
         span = self.span_of[k]
         chain = self.chain_at[k]
         if span is None:
             return {"kind": "the call's own task", "task": self.tasks.get(self.own_task),
                     "chain": chain}
-        top = span.outermost()
         callback = None
         for i in range(len(chain) - 2, -1, -1):
             if chain[i] in DISPATCHERS:
                 callback = {"function": chain[i + 1], "what": DISPATCHERS[chain[i]],
                             "via": chain[i]}
                 break
-        if top.kind == "task":
+        if span.kind == "task":
             kind = "another task"
         elif "__do_softirq" in chain:
             kind = "softirq"
         else:
             kind = "hard interrupt"
+        switched = next((s for s in span.ancestry() if s.kind == "task"), None)
         out = {"kind": kind, "chain": chain, "callback": callback,
-               "task": self.tasks.get(top.info.get("task")) if top.kind == "task"
-               else None}
-        if top.kind == "exception":
-            out["interrupted"] = self.interrupted(top)
-        else:
-            out["yielded_in"] = top.info.get("own_chain")
+               "task": self.tasks.get(switched.info.get("task")) if switched else None}
+        if span.kind == "exception":
+            out["interrupted"] = self.interrupted(span)
+        if switched:
+            out["yielded_in"] = switched.info.get("own_chain")
         return out
 
     def interrupted(self, span):
