@@ -16,7 +16,6 @@ import numpy as np  # noqa: E402
 
 from analysis.experiment import DOSES, PER  # noqa: E402
 from analysis.poisson import poisson_ci  # noqa: E402
-from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
            "agrees": "tab:green"}
@@ -164,39 +163,52 @@ def dose_plot(d, path):
 def walk_timeline(boot, walk, path):
     """One walked failure (analysis/walks.py) on the instruction count of
     its call: the call's own task on one row, the context that wrote the
-    wrong value on the other, and the store of the state, the arrival,
-    the write and the load marked where they happened."""
+    wrong value on the other, the store of the state, the arrival, the
+    write and the load numbered where they happened and named below (so
+    that events a few instructions apart never overprint)."""
     call, story = walk["call"], walk["story"]
     entry = call["entry_icount"]
     writer, span, load = story["writer"], story.get("span"), story.get("load")
-    fig, ax = plt.subplots(figsize=(10, 2.9), dpi=100, layout="constrained")
+    ctx = writer["context"]
+    events = []
+    if story.get("stored"):
+        s = story["stored"]
+        events.append((s["icount"], 1, "o", "tab:blue",
+                       f"the call stores {story['stored_value']:#x} ({s['at']})"))
+    irq = story.get("interrupt")
+    if irq:
+        events.append((irq["icount"], 1, "v", "black",
+                       f"an interrupt arrives before {irq['at']} ({irq['insn']})"))
+    after = "?" if writer.get("after") is None else f"{writer['after']:#x}"
+    events.append((writer["icount"], 0, "X", "tab:red",
+                   f"{ctx['kind']} writes {after} ({writer['at']})"))
+    if load:
+        events.append((load["icount"], 1, "s", "tab:blue",
+                       f"the call loads {load['after']:#x} ({load['at']})"))
+    events.sort()
+    fig, ax = plt.subplots(figsize=(10, 2.2 + 0.22 * len(events)), dpi=100,
+                           layout="constrained")
     ax.plot([0, call["return_icount"] - entry], [1, 1], color="tab:blue", lw=6,
             solid_capstyle="butt", alpha=0.35)
     if span:
         ax.plot([span["start_icount"] - entry, span["end_icount"] - entry], [0, 0],
                 color="tab:red", lw=6, solid_capstyle="butt", alpha=0.35)
-    marks = []
-    if story.get("stored"):
-        s = story["stored"]
-        marks.append((s["icount"], 1, "o", "tab:blue", f"stored {story['stored_value']:#x}\n{s['at']}"))
-    irq = story.get("interrupt")
-    if irq:
-        marks.append((irq["icount"], 1, "v", "black", f"interrupt arrives\nat {irq['at']}"))
-    marks.append((writer["icount"], 0, "X", "tab:red", f"writes {writer.get('after') or 0:#x}\n"
-                  f"{writer['at']}"))
-    if load:
-        marks.append((load["icount"], 1, "s", "tab:blue", f"loads {load['after']:#x}\n{load['at']}"))
-    for n, (ic, y, marker, colour, label) in enumerate(sorted(marks)):
-        x = ic - entry
-        ax.plot([x], [y], marker, color=colour, ms=9)
-        ax.annotate(label, (x, y), xytext=(0, 14 if n % 2 == 0 else -30),
-                    textcoords="offset points", fontsize=7.5, ha="center", color=colour)
-    ax.set_yticks([0, 1], [walks.context_text(writer["context"]).split(":")[0][:40],
-                           "the checksum call's task"])
-    ax.set_ylim(-0.9, 1.9)
-    ax.set_xlabel(f"instructions since the call's entry (instruction {entry:,})")
+    for n, (ic, y, marker, colour, _) in enumerate(events, 1):
+        ax.plot([ic - entry], [y], marker, color=colour, ms=9)
+        # Alternate heights: events a few instructions apart stay legible.
+        lift = 9 + 11 * (n % 2)
+        ax.annotate(str(n), (ic - entry, y), xytext=(0, lift if y else -7 - lift),
+                    textcoords="offset points", fontsize=9, ha="center", color=colour)
+    cb = ctx.get("callback")
+    ax.set_yticks([0, 1], [ctx["kind"] + (f"\n{cb['function']}" if cb else ""),
+                           "the checksum call"])
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_xlabel(f"instructions since the call's entry (instruction {entry:,})\n"
+                  + "\n".join(f"{n}: {text} at +{ic - entry:,}"
+                              for n, (ic, _, _, _, text) in enumerate(events, 1)),
+                  loc="left", fontsize=8.5)
     ax.set_title(f"{boot}, failure {walk['failure']}: inode {walk['report'].get('inode')}, "
-                 f"ext4_chksum() returned {call['result']:#010x} for {call['expected']:#010x}",
-                 fontsize=9)
+                 f"ext4_chksum() returned {call['result']:#010x}, the CRC32C of its bytes "
+                 f"is {call['expected']:#010x}", fontsize=9)
     fig.savefig(path)
     plt.close(fig)
