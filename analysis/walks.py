@@ -52,7 +52,8 @@ def of_boots(top, dirs):
 
 def context_text(ctx):
     """'softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
-    text = ctx["kind"]
+    text = {"hard interrupt": "a hard interrupt", "softirq": "a softirq"}.get(
+        ctx["kind"], ctx["kind"])
     task = ctx.get("task")
     if task and task.get("comm"):
         text += f" {task['comm']} (pid {task['pid']})"
