@@ -51,7 +51,7 @@ def of_boots(top, dirs):
 
 
 def context_text(ctx):
-    """'softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
+    """'a softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
     text = {"hard interrupt": "a hard interrupt", "softirq": "a softirq"}.get(
         ctx["kind"], ctx["kind"])
     task = ctx.get("task")
