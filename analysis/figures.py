@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 
 from analysis.experiment import DOSES, PER  # noqa: E402
 from analysis.poisson import poisson_ci  # noqa: E402
+from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
            "agrees": "tab:green"}
@@ -174,17 +175,17 @@ def walk_timeline(boot, walk, path):
     if story.get("stored"):
         s = story["stored"]
         events.append((s["icount"], 1, "o", "tab:blue",
-                       f"the call stores {story['stored_value']:#x} ({s['at']})"))
+                       f"the call stores {walks.hexval(story['stored_value'])} ({s['at']})"))
     irq = story.get("interrupt")
     if irq:
         events.append((irq["icount"], 1, "v", "black",
                        f"an interrupt arrives before {irq['at']} ({irq['insn']})"))
-    after = "?" if writer.get("after") is None else f"{writer['after']:#x}"
+    after = walks.hexval(writer.get("after"))
     events.append((writer["icount"], 0, "X", "tab:red",
                    f"{ctx['kind']} writes {after} ({writer['at']})"))
     if load:
         events.append((load["icount"], 1, "s", "tab:blue",
-                       f"the call loads {load['after']:#x} ({load['at']})"))
+                       f"the call loads {walks.hexval(load['after'])} ({load['at']})"))
     events.sort()
     fig, ax = plt.subplots(figsize=(10, 2.2 + 0.22 * len(events)), dpi=100,
                            layout="constrained")

@@ -117,8 +117,8 @@ def walk_lead(res):
     n, explained, in_window = res.walk_totals
     traced = sum(len(corr.failures) for _, corr in res.runs.values())
     return (f"One failure of a boot recorded with QEMU's record/replay, replayed under "
-            f"the gdb stub and followed from the wrong checksum back to the store that "
-            f"put it there: {explained} of {n} walked failures were explained this way, "
+            f"the gdb stub and followed from the wrong checksum back to where it came "
+            f"from another context: {explained} of {n} walked failures were explained this way, "
             f"{in_window} by an interrupt in a window stackscan found. These attributions "
             f"come from replay, with no tracer in the boot; the recorded boots' tables "
             f"further down ({traced} failures) come from the flight recorder, a tracer "

@@ -50,6 +50,11 @@ def of_boots(top, dirs):
     return out
 
 
+def hexval(value):
+    """A value in hex, or '?' where the trace did not know it."""
+    return "?" if value is None else f"{value:#x}"
+
+
 def context_text(ctx):
     """'a softirq: timer callback ext4_chksum_percpu_scrub (via call_timer_fn)'."""
     text = {"hard interrupt": "a hard interrupt", "softirq": "a softirq"}.get(
@@ -69,7 +74,7 @@ def context_text(ctx):
 
 
 def hop_text(h):
-    value = "?" if h.get("value") is None else f"{h['value']:#x}"
+    value = hexval(h.get("value"))
     if h["hop"] == "elided":
         return f"... {h['count']} more computed in the same function"
     if h["hop"] == "register":

@@ -24,6 +24,7 @@ import argparse
 import concurrent.futures
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -149,10 +150,9 @@ def writers(docs):
         for w in d["walks"]:
             writer = (w["story"] or {}).get("writer")
             if writer:
-                ctx = writer["context"]
-                cb = ctx.get("callback")
-                key = f"{writer['at'].split('+')[0]} in {ctx['kind']}" + \
-                    (f" ({cb['what']} {cb['function']})" if cb else "")
+                context = re.split(r", (?:in the shadow|run while)",
+                                   walks.context_text(writer["context"]))[0]
+                key = f"{writer['at'].split('+')[0]} in {context}"
                 named[key] = named.get(key, 0) + 1
     return "; ".join(f"{n} x {k}" for k, n in sorted(named.items(), key=lambda x: -x[1]))
 

@@ -188,3 +188,38 @@ def test_checksummed_bytes_that_changed_with_no_writer_on_the_cpu(tmp_path):
     text = walk.story_text(1, {"message": "m", "function": "f", "icount": 2000},
                            CALL, story, True)
     assert "none on this CPU" in text and "one vCPU here: a device" in text
+
+
+def test_a_handler_that_writes_back_what_it_read_changed_nothing(tmp_path):
+    """An interrupt handler reads a word the call left and stores the same
+    value back: no value crossed, though the trace never saw the call
+    store it."""
+    t = Tracer(x19=0xffffff8001813800, sp=0xffffff8001813950)
+    back = t.interrupt("chksum_final+0x8", "ldr w0, [x19, #8]")
+    t.step("handler+0x0", "ldr w2, [x19, #8]", x2=0x77)
+    t.step("handler+0x4", "str w2, [x19, #8]")
+    t.eret(back)
+    t.step("chksum_final+0x8", "ldr w0, [x19, #8]", pc=back, x0=0x77)
+    story = provenance.explain(t.doc(), {**CALL, "result": 0x77}, symbols(tmp_path),
+                               LAYOUT, [])
+    assert not story["explained"]
+    assert story["chain"][-1]["at"] == "chksum_final+0x8"
+
+
+def test_a_writer_whose_bytes_the_trace_cannot_know_is_still_named(tmp_path):
+    """A vector store's bytes are not in the trace (no vector registers):
+    the writer is named, its values are '?', nothing fails."""
+    stack = 0xffffff8001813800
+    t = Tracer(x19=stack, x1=0x1234, sp=stack + 0x150)
+    t.step("chksum_update+0x20", "str w1, [x19, #8]")
+    back = t.interrupt("f+0x74", "ldr w0, [x19, #8]")
+    t.step("kernel_neon_begin+0x40", "str q0, [x19]")
+    t.eret(back)
+    t.step("f+0x74", "ldr w0, [x19, #8]", pc=back, x0=0x5)
+    story = provenance.explain(t.doc(), {**CALL, "result": 0x5}, symbols(tmp_path),
+                               LAYOUT, [])
+    assert story["explained"] and story["writer"]["at"] == "kernel_neon_begin+0x40"
+    assert story["writer"]["after"] is None and story["read_value"] is None
+    text = walk.story_text(1, {"message": "m", "function": "f", "icount": 2000},
+                           CALL, story, True)
+    assert "wrote     0xffffff8001813808 (the calling task's stack): 0x1234 -> ?" in text

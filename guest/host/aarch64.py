@@ -8,9 +8,10 @@ where(), whitespace collapsed); this reads that text.  Addresses are data
 dependences only through an index register (a table lookup); a base
 register is a pointer, not the value.
 
-What it does not model it says: an instruction it cannot place in memory
-(SIMD structure loads, system cache operations other than DC ZVA) decodes
-with `mem` set and `exact` False.
+What it does not model: the flags (a conditional select depends on both
+its registers, not on the comparison), a system cache operation other than
+DC ZVA (no memory effect), and an atomic's dependence on the old value in
+memory (the value it stores is followed through its register only).
 """
 
 import re
@@ -26,12 +27,12 @@ NO_DEST = {
     "brab", "blraa", "blrab", "eretaa", "eretab", "autiasp", "paciasp",
     "autibsp", "pacibsp"}
 # A destination that is also a source: the instruction keeps some of its bits.
-KEEPS_DEST = {"movk", "bfi", "bfxil", "bfm", "ins", "mov.elem", "bfc"}
+KEEPS_DEST = {"movk", "bfi", "bfxil", "bfm", "ins", "bfc"}
 # x30 in, x30 out.
 POINTER_AUTH = {"autiasp", "paciasp", "autibsp", "pacibsp", "xpaclri"}
 
 PLAIN_MEM = re.compile(
-    r"^(?P<op>ld|st)(?P<kind>r|ur|tr|ar|lr|xr|axr|lxr|apr|p|np|xp|axp|lxp)"
+    r"^(?P<op>ld|st)(?P<kind>r|ur|tr|ar|lr|xr|axr|lxr|apr|lur|apur|p|np|xp|axp|lxp)"
     r"(?P<sign>s)?(?P<width>b|h|w)?$")
 ATOMIC = re.compile(
     r"^(?:ld|st)(?:add|clr|eor|set|smax|smin|umax|umin)(?:a|al|l)?(?P<width>b|h)?$"
@@ -42,6 +43,8 @@ MEM_OPERAND = re.compile(
     r"\[(?P<inner>[^\]]*)\](?P<pre>!)?(?:,\s*(?P<post>[^,]+))?$")
 IMM = re.compile(r"#?(-?(?:0x[0-9a-fA-F]+|\d+))$")
 MASK64 = (1 << 64) - 1
+# The registers a trace records, in gdbwalk.py's order.
+REGS = [f"x{i}" for i in range(31)] + ["sp"]
 
 
 def canon(name):
@@ -103,14 +106,16 @@ def split(insn):
 
 class Decoded:
     """dests, srcs: registers defined and read as data; mem: None or a
-    dict (load, store, size, base, index, index_ext, shift, imm, mode,
-    literal, data) whose address effective() computes."""
+    dict (load, store, size, each, base, index, index_ext, shift, imm,
+    mode, literal; data: the registers the access names in order, each
+    `each` bytes; stored: those whose values a store writes) whose
+    address effective() computes."""
 
-    __slots__ = ("mnem", "dests", "srcs", "mem", "exact", "sysreg")
+    __slots__ = ("mnem", "dests", "srcs", "mem", "sysreg")
 
     def __init__(self, mnem):
         self.mnem, self.dests, self.srcs, self.mem = mnem, [], [], None
-        self.exact, self.sysreg = True, None
+        self.sysreg = None
 
     def effective(self, regs):
         """(address, size) of the access, from the registers before it."""
@@ -200,7 +205,7 @@ def decode_memory(d, mnem, ops, plain, atomic):
         reg = canon(ops[1])
         d.mem = {"base": reg, "index": None, "index_ext": None, "shift": 0, "imm": 0,
                  "mode": "offset", "literal": None, "load": False, "store": True,
-                 "size": 64, "each": 64, "data": []}
+                 "size": 64, "each": 64, "data": [], "stored": []}
         return d
     mem_at = next((i for i, o in enumerate(ops) if o.startswith("[")), None)
     regs_text = ops[:mem_at] if mem_at is not None else ops[:-1]
@@ -215,8 +220,7 @@ def decode_memory(d, mnem, ops, plain, atomic):
         first, last = (int(x[1:]) for x in (listed[0], listed[-1])) if listed else (0, 0)
         data = [f"v{n}" for n in range(first, last + 1)]
         mem.update(load=mnem.startswith("ld"), store=mnem.startswith("st"),
-                   size=16 * len(data), data=data, each=16)
-        d.exact = False
+                   size=16 * len(data), data=data, each=16, stored=data)
         if mem["load"]:
             d.dests = list(data)
         else:
@@ -225,12 +229,17 @@ def decode_memory(d, mnem, ops, plain, atomic):
         width = atomic.group("width") or atomic.group("width2")
         data = [r for r in (canon(o) for o in regs_text) if r]
         each = {"b": 1, "h": 2}.get(width) or reg_size(regs_text[0])
-        mem.update(load=True, store=True, size=each * (2 if mnem.startswith("casp") else 1),
-                   data=data)
-        # ld<op> rs, rt: rt gets the old value; swp rs, rt likewise; cas
-        # rs, rt: rs gets the old value.  The stored value depends on both.
+        pair = mnem.startswith("casp")
+        mem.update(load=True, store=True, size=each * (2 if pair else 1), data=data)
+        # ld<op> rs, rt and swp rs, rt: rt gets the old value, rs is the
+        # operand stored; cas rs, rt: rs gets the old value, rt is stored
+        # (casp: the pairs rs, rs+1 and rt, rt+1).
+        if mnem.startswith("cas"):
+            d.dests = data[:2] if pair else data[:1]
+            mem["stored"] = data[2:] if pair else data[1:2]
+        else:
+            d.dests, mem["stored"] = data[1:2], data[:1]
         d.srcs = list(data)
-        d.dests = data[:1] if mnem.startswith("cas") else data[1:2]
     else:
         exclusive_store = mnem in ("stxr", "stlxr", "stxrb", "stlxrb", "stxrh",
                                    "stlxrh", "stxp", "stlxp")
@@ -242,7 +251,7 @@ def decode_memory(d, mnem, ops, plain, atomic):
         each = {"b": 1, "h": 2, "w": 4}.get(width) or reg_size(regs_text[0])
         data = [canon(o) for o in regs_text]
         mem.update(load=plain.group("op") == "ld", store=plain.group("op") == "st",
-                   size=each * (2 if pair else 1), data=data, each=each)
+                   size=each * (2 if pair else 1), data=data, each=each, stored=data)
         if mem["load"]:
             d.dests = [r for r in data if r]
         else:

@@ -47,6 +47,10 @@ DISPATCHERS = {
     "__handle_irq_event_percpu": "irq handler", "__do_softirq": "softirq action",
     "kthread": "kernel thread"}
 SWITCH = "cpu_switch_to"
+# An exception vector's class: its offset in its 0x200-byte group.
+VECTOR_KINDS = {0x000: "synchronous exception (a syscall, a fault, a breakpoint)",
+                0x080: "hard interrupt", 0x100: "hard interrupt (FIQ)",
+                0x180: "SError"}
 THREAD_SIZE = 16 * 1024
 
 
@@ -83,6 +87,22 @@ class Symbols:
         return self.by_name.get(name)
 
 
+def add(index, addr, k, value):
+    steps, values = index.setdefault(addr, ([], []))
+    steps.append(k)
+    values.append(value)
+
+
+def last(entry, before):
+    """(step, value) of the last entry of an index_memory() list before
+    step before, or None."""
+    if not entry:
+        return None
+    steps, values = entry
+    i = bisect.bisect_left(steps, before) - 1
+    return (steps[i], values[i]) if i >= 0 else None
+
+
 class Span:
     """A stretch of the trace not run by the call's own context: an
     exception (entry to eret) or another task (switch out to switch
@@ -93,7 +113,6 @@ class Span:
         self.end = None
         self.info = info
         self.chain = []           # [(function, return address)]
-        self.called = []          # every function entered by an indirect call
 
     def ancestry(self):
         """This span and the spans it is nested in, innermost first."""
@@ -116,16 +135,16 @@ class Trace:
     def __init__(self, doc, call, symbols):
         self.doc, self.call, self.symbols = doc, call, symbols
         start = doc["start"]
-        regs = dict(zip(aarch64_regs(), start["regs"]))
+        regs = dict(zip(aarch64.REGS, start["regs"]))
         self.steps, self.before, self.decoded = doc["steps"], [], []
-        self.span_of, self.spans, self.chain_at = [], [], []
+        self.span_of, self.spans, self.chain_at, self.task_at = [], [], [], []
         self.executed, self.icounts = [], []
         self.own_task = start["sp_el0"]
         self.entry_bytes = bytes.fromhex(start["bytes"])
         self.tasks = {start["sp_el0"]: start.get("task")}
         icount = start["icount"]
         current, span = self.own_task, None
-        own_chain = [(function_of(call.get("at", "ext4_chksum")), None)]
+        own_chain = [(function_of(self.steps[0]["at"]) if self.steps else "?", None)]
         for k, step in enumerate(self.steps):
             self.before.append(regs)
             d = aarch64.decode(step["insn"])
@@ -138,6 +157,7 @@ class Trace:
             self.span_of.append(span)
             chain = span.chain if span else own_chain
             self.chain_at.append([f for f, _ in chain])
+            self.task_at.append(current)
             self.icounts.append(icount)
             if ran:
                 icount += 1
@@ -151,7 +171,7 @@ class Trace:
                 icount = exc.get("icount", icount)
             regs = {**regs, **step["set"]}
         self.after = regs
-        self.writes = self.index_writes()
+        self.writes, self.seen = self.index_memory()
         self.defs = self.index_defs()
 
     def vector_name(self, k):
@@ -164,8 +184,6 @@ class Trace:
         nxt = self.steps[k + 1] if k + 1 < len(self.steps) else None
         if mnem in ("bl", "blr", "blraa", "blrab") and nxt:
             chain.append((function_of(nxt["at"]), step["pc"] + 4))
-            if mnem != "bl" and span is not None:
-                span.called.append(function_of(nxt["at"]))
             # The call's task switching away, from its own code or on its
             # way out of an interrupt (a preemption): another task runs
             # until it switches back.
@@ -185,33 +203,59 @@ class Trace:
             current = regs[d.srcs[0]] if d.srcs else current
             if step.get("task"):
                 self.tasks[current] = step["task"]
-            if span is not None and span.kind == "task":
-                if current == self.own_task:
-                    span.end = k
-                    span = span.parent
-                else:
-                    span.info.setdefault("tasks", []).append(current)
-                    span.info["task"] = current
+            switched = next((s for s in span.ancestry() if s.kind == "task"), None) \
+                if span is not None else None
+            if switched is not None and current == self.own_task:
+                # Back in the call's task: whatever the other task was in
+                # (a syscall, an interrupt) ends with the switch.
+                for s in span.ancestry():
+                    s.end = k
+                    if s is switched:
+                        break
+                span = switched.parent
         return current, span
 
-    def index_writes(self):
-        """{byte address: [(step, byte value)]} of every store that ran."""
-        writes = {}
+    def index_memory(self):
+        """Per byte address, the steps that stored to it and the steps that
+        stored or loaded it, each ([steps], [byte value or None]): a load
+        tells a byte's value as much as a store does."""
+        writes, seen = {}, {}
         for k, d in enumerate(self.decoded):
-            if not (self.executed[k] and d.mem and d.mem["store"]):
+            if not (self.executed[k] and d.mem):
                 continue
             addr, size = d.effective(self.before[k])
-            data = self.stored_bytes(k, d, size)
-            for i in range(size):
-                writes.setdefault(addr + i, []).append((k, data[i] if data else None))
-        return writes
+            if d.mem["load"]:
+                data = self.loaded_bytes(k, d, size)
+                for i in range(size):
+                    add(seen, addr + i, k, data[i] if data else None)
+            if d.mem["store"]:
+                data = self.stored_bytes(k, d, size)
+                for i in range(size):
+                    add(writes, addr + i, k, data[i] if data else None)
+                    add(seen, addr + i, k, data[i] if data else None)
+        return writes, seen
+
+    def loaded_bytes(self, k, d, size):
+        """The bytes a load read, from its data registers after it."""
+        out = b""
+        for r in d.mem["data"]:
+            got = self.loaded(k, r, d.mem["each"]) if r else bytes(d.mem["each"])
+            if got is None:
+                return None
+            out += got
+        return out if len(out) == size else None
 
     def stored_bytes(self, k, d, size):
+        """The bytes a store wrote, from its registers before it; None
+        where they are not known (a vector register, an atomic's
+        operation on the old value)."""
         regs, each = self.before[k], d.mem["each"]
         if d.mnem == "dc":
             return bytes(size)
+        if d.mem["load"]:
+            return None
         out = b""
-        for r in d.mem["data"]:
+        for r in d.mem["stored"]:
             value = 0 if r is None else regs.get(r)
             if value is None or r and r.startswith("v"):
                 return None
@@ -237,23 +281,25 @@ class Trace:
         return ks[i] if i >= 0 else None
 
     def last_write(self, addr, before):
-        ws = self.writes.get(addr, [])
-        i = bisect.bisect_left(ws, (before, -1)) - 1
-        return ws[i] if i >= 0 else None
+        """(step, byte value) of the last store to addr before step before."""
+        return last(self.writes.get(addr), before)
 
     def byte_before(self, addr, k):
-        """The byte at addr before step k: the last store's, or for the
-        checksummed bytes, their value at the call's entry."""
-        w = self.last_write(addr, k)
-        if w is not None:
+        """The byte at addr before step k: as the last store or load of it
+        left or found it, or for the checksummed bytes, at the call's
+        entry; None where the trace does not know."""
+        w = last(self.seen.get(addr), k)
+        if w is not None and w[1] is not None:
             return w[1]
+        if w is not None:
+            return None
         offset = addr - self.call["address"]
         return self.entry_bytes[offset] if 0 <= offset < len(self.entry_bytes) else None
 
     def span_end(self, span):
         return len(self.steps) if span.end is None else span.end + 1
 
-    def loaded(self, k, reg, offset, size):
+    def loaded(self, k, reg, size):
         """The bytes reg received from memory at step k (its value after)."""
         value = self.value(reg, k + 1)
         if value is None or reg.startswith("v"):
@@ -281,10 +327,10 @@ class Trace:
         elif "__do_softirq" in chain:
             kind = "softirq"
         else:
-            kind = "hard interrupt"
+            kind = VECTOR_KINDS[(span.info["vector"] - self.doc["start"]["vectors"]) & 0x180]
         switched = next((s for s in span.ancestry() if s.kind == "task"), None)
         out = {"kind": kind, "chain": chain, "callback": callback,
-               "task": self.tasks.get(switched.info.get("task")) if switched else None}
+               "task": self.tasks.get(self.task_at[k]) if switched else None}
         if span.kind == "exception":
             out["interrupted"] = self.interrupted(span)
         if switched:
@@ -296,10 +342,6 @@ class Trace:
         return {"pc": span.info["pc"], "at": self.steps[k]["at"],
                 "insn": self.steps[k]["insn"], "sp": span.info["sp"],
                 "pstate": span.info["pstate"], "icount": self.icounts[k]}
-
-
-def aarch64_regs():
-    return [f"x{i}" for i in range(31)] + ["sp"]
 
 
 class Walk:
@@ -358,8 +400,9 @@ class Walk:
             d = t.decoded[k]
             addr, _ = d.effective(t.before[k])
             each = d.mem["each"]
-            regs = {d.mem["data"][i // each] for i in range(lo - addr, hi - addr)
-                    if i // each < len(d.mem["data"])}
+            stored = d.mem["stored"]
+            regs = {stored[i // each] for i in range(lo - addr, hi - addr)
+                    if i // each < len(stored)}
             return [("reg", r, k) for r in sorted(r for r in regs if r)]
         return []
 
@@ -373,11 +416,16 @@ class Walk:
         by_store, unwritten = {}, []
         for b in range(lo, hi):
             w = t.last_write(b, k)
-            # A foreign store that left the byte as it was is looked through.
-            while w is not None and not self.own(w[0]):
+            # A foreign store is looked through where it changed nothing:
+            # the byte held its value just before it (a save of what it
+            # had just read), or before the whole foreign span (a save
+            # and restore).
+            while w is not None and not self.own(w[0]) and w[1] is not None:
                 span = t.span_of[w[0]].outermost()
-                prior = t.byte_before(b, span.start)
-                if prior is not None and prior == w[1]:
+                if w[1] == t.byte_before(b, w[0]):
+                    w = t.last_write(b, w[0])
+                    continue
+                if w[1] == t.byte_before(b, span.start):
                     w = t.last_write(b, span.start)
                     continue
                 break
@@ -400,8 +448,8 @@ class Walk:
         the call's entry, unless they are checksummed bytes whose value
         changed since (another CPU or a device wrote them)."""
         t, call = self.t, self.t.call
-        got = t.loaded(k, reg, 0, hi - lo)
-        entry = bytes.fromhex(t.doc["start"]["bytes"])
+        got = t.loaded(k, reg, hi - lo)
+        entry = t.entry_bytes
         changed = [b for b in unwritten if call["address"] <= b < call["address"] + len(entry)
                    and got is not None and got[b - lo] != entry[b - call["address"]]]
         if changed:
@@ -495,7 +543,7 @@ def hop(t, node):
 
 def stores_to(t, lo, hi, after, before):
     """Steps that wrote any of bytes [lo, hi) in (after, before)."""
-    steps = {k for b in range(lo, hi) for k, _ in t.writes.get(b, [])
+    steps = {k for b in range(lo, hi) for k in t.writes.get(b, ([], []))[0]
              if after < k < before}
     return sorted(steps)
 
@@ -505,7 +553,7 @@ def inputs(t):
     its bytes at entry and at return, and every read of those bytes by
     the call's own code that saw something else than the entry held."""
     call, start = t.call, t.doc["start"]
-    entry = bytes.fromhex(start["bytes"])
+    entry = t.entry_bytes
     end = bytes.fromhex(t.doc.get("end", {}).get("bytes", start["bytes"]))
     lo, hi = call["address"], call["address"] + len(entry)
     misread = []
@@ -513,9 +561,9 @@ def inputs(t):
         if not (t.executed[k] and t.span_of[k] is None and d.mem and d.mem["load"]):
             continue
         addr, size = d.effective(t.before[k])
-        if addr >= hi or addr + size <= lo or not d.mem["data"] or not d.mem["data"][0]:
+        if addr >= hi or addr + size <= lo:
             continue
-        got = t.loaded(k, d.mem["data"][0], 0, min(size, d.mem["each"]))
+        got = t.loaded_bytes(k, d, size)
         if got is None:
             continue
         for i, byte in enumerate(got):

@@ -222,12 +222,11 @@ def story_text(n, failure, call, story, one_cpu):
     lines.append(f"  writer    {w['at']} ({w['insn']}) at {w['icount']:,} in "
                  f"{walk_doc.context_text(w['context'])}")
     if w["kind"] == "memory":
-        before = "?" if w["before"] is None else f"{w['before']:#x}"
-        after = "?" if w["after"] is None else f"{w['after']:#x}"
-        lines.append(f"  wrote     {w['address']:#x} ({w['memory']}): {before} -> {after}")
+        lines.append(f"  wrote     {w['address']:#x} ({w['memory']}): "
+                     f"{walk_doc.hexval(w['before'])} -> {walk_doc.hexval(w['after'])}")
     if story.get("stored"):
         s = story["stored"]
-        lines.append(f"  stored    {story['stored_value']:#010x} at {story['slot']:#x} "
+        lines.append(f"  stored    {walk_doc.hexval(story['stored_value'])} at {story['slot']:#x} "
                      f"by {s['at']} ({s['insn']}) at {s['icount']:,}")
     irq = story.get("interrupt")
     if irq:
@@ -240,7 +239,7 @@ def story_text(n, failure, call, story, one_cpu):
         ld = story["load"]
         below = ld["sp"] - story["slot"]
         on_stack = story["memory"] == "the calling task's stack"
-        lines.append(f"  load      {ld['at']} ({ld['insn']}) read {ld['after']:#x} "
+        lines.append(f"  load      {ld['at']} ({ld['insn']}) read {walk_doc.hexval(ld['after'])} "
                      f"at {ld['icount']:,}, sp {ld['sp']:#x}"
                      + (f" (the word is {below} bytes below it)" if on_stack and below > 0
                         else ""))
@@ -338,8 +337,12 @@ def main(run, meta, which, out):
            "failures_reported": len(failures) if which == "all" else None,
            "walked": len(walks),
            "explained": sum(1 for w in walks if w["story"] and w["story"]["explained"]),
+           # An interrupt in a window whose entry wrote the wrong value
+           # into its own frame: the 2021 mechanism, not merely an
+           # interrupt that happened to arrive there.
            "in_window": sum(1 for w in walks if w["story"] and w["story"].get("interrupt")
-                            and w["story"]["interrupt"]["window"]),
+                            and w["story"]["interrupt"]["window"]
+                            and w["story"]["interrupt"]["field"]),
            "walks": walks}
     write_json(out / "walk.json", doc, indent=1)
     for w in walks:
