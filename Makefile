@@ -73,7 +73,8 @@ rootfs: deps kernels
 	$(PY) guest/rootfs.py --print-path
 
 # Tests that need no kernel (not marked guest) run first, and alone by
-# make test-host.  make test times each phase (tests/phases.py); the guest
+# make test-host.  make test times each phase (tests/phases.py: make, not
+# $(MAKE), so that make -n test only prints); the guest
 # tests run JOBS at a time (default one a core), those that boot
 # two-vCPU guests on the host clock in a phase of their own, one for
 # every two cores.
@@ -86,7 +87,7 @@ test-host: deps
 test:
 	@$(PY) tests/phases.py "deps" make --no-print-directory deps \
 		-- "host tests" env JOBS=$(TEST_JOBS) bash tests/run -m "not guest" \
-		-- "kernels" $(PY) guest/kbuild.py $(addprefix --flavour ,$(FLAVOURS)) \
+		-- "kernels" make --no-print-directory kernels \
 		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and not hostclock" \
 		-- "guest tests, host clock" env JOBS=$(TEST_JOBS_HOSTCLOCK) \
 			bash tests/run -m "guest and hostclock"

@@ -46,7 +46,7 @@ def slots(vcpus=1):
     machine's cores when pytest-xdist runs the suite in several processes
     (tests/run), a core for each vCPU."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    return max(1, (os.cpu_count() or 1) // workers // vcpus)
+    return max(1, len(os.sched_getaffinity(0)) // workers // vcpus)
 
 
 def vcpus(flags):
