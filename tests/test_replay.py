@@ -16,7 +16,7 @@ one is out of the question.  gcc49-indirect has two fatal boundaries
 (before the reload and before the load), about 10 a boot predicted.
 The off-stack modes (patch 0005, their writers at their default periods)
 failed 46 (percpu), 36 (shared) and 48 (buffer) times in such a boot
-(seed 7, recorded, at 3ca9832's successor).
+(seed 7, recorded, on the kernel of the commit that wrote this).
 """
 
 import hashlib
