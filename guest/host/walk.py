@@ -334,6 +334,7 @@ def main(run, meta, which, out):
         walks.append({"failure": n, "report": failure, "call": call, "story": story,
                       "text": story_text(n, failure, call, story or {}, one_cpu)})
     doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
+           "vcpus": vcpus(meta),
            "failures_reported": len(failures) if which == "all" else None,
            "walked": len(walks),
            "explained": sum(1 for w in walks if w["story"] and w["story"]["explained"]),
@@ -347,6 +348,9 @@ def main(run, meta, which, out):
     write_json(out / "walk.json", doc, indent=1)
     for w in walks:
         print(w["text"])
+    if one_cpu:
+        print("note: the boot ran on one vCPU (QEMU 7.2 records no more): a writer on "
+              "another CPU cannot appear in its replay")
     print(f"walk: {doc['explained']} of {doc['walked']} failures explained, "
           f"{doc['in_window']} by an interrupt in a window stackscan found "
           f"({out / 'walk.json'})")
