@@ -233,6 +233,7 @@ def test_walk_follows_state_off_the_stack_to_its_writer(offstack, mode):
         assert device["checked"] and device["inode"] == walk["report"]["inode"]
         assert device["offset_in_inode"] is not None, device
     assert f"{what} {callback}" in text
+    assert "note: the boot ran on one vCPU" in text
     if mode == "shared":
         assert ctx["task"]["comm"].startswith("kworker"), ctx
         assert "__cond_resched" in ctx["yielded_in"], ctx
