@@ -48,6 +48,9 @@ REACHES = (200_000, 2_000_000, 20_000_000)
 # Instructions a traced call may take, interrupts and other tasks
 # included, before its trace is cut (about 10 minutes of stepping).
 STEP_LIMIT = 400_000
+# Wall seconds a traced call may take beyond the replay (one of the inode
+# loop takes a few; a long one to STEP_LIMIT, minutes).
+TRACE_SECONDS = 60
 SOCKET_WAIT = 30
 DEVICE_MIN_BYTES = 8
 
@@ -96,10 +99,14 @@ def run_pass(run, meta, out, kind, job, name=None):
                 [GDB, "-batch", "-nx", "-ex", "set auto-load off", str(vmlinux),
                  "-x", str(GDB_SIDE)], stdin=subprocess.DEVNULL, stdout=glog,
                 stderr=glog, env=env)
+            # A replay of the whole boot, and for a trace pass the
+            # stepping of each traced call on top.
+            limit = meta["timeout"] * 4 + TRACE_SECONDS * len(job.get("targets", [])) \
+                * (kind == "trace")
             try:
-                gdb.wait(timeout=meta["timeout"] * 4)
+                gdb.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                die(f"walk: the {name} pass did not finish in {meta['timeout'] * 4} s "
+                die(f"walk: the {name} pass did not finish in {limit} s "
                     f"(gdb log: {passdir / 'gdb.log'})")
         except FileNotFoundError as e:
             die(f"walk: {e.filename} not found: install gdb-multiarch and "
