@@ -610,7 +610,7 @@ def explain(doc, call, symbols, layout, placed):
     stored_k = own_before[-1] if own_before else None
     between = stores_to(t, lo, hi, -1 if stored_k is None else stored_k, k_load)
     overwrites = [{**step_info(t, k), "before": slot_value(t, lo, hi, k - 1),
-                   "after": slot_value(t, lo, hi, k), "exact": True} for k in between]
+                   "after": slot_value(t, lo, hi, k)} for k in between]
     story.update(slot=lo, load=load, overwrites=overwrites, overwrite=overwrites[-1],
                  read_value=load["after"], memory=memory_kind(t, lo),
                  stored=None if stored_k is None else
