@@ -29,7 +29,7 @@ SLURM_DEBS := slurm-wlm munge
 # Where make slurm-start keeps its single-node Slurm.
 SLURM_DIR ?= /tmp/chkwin-slurm
 
-.PHONY: all deps kernels testdisk initramfs rootfs test test-host demo dose \
+.PHONY: all deps kernels prepare prepare-lab testdisk initramfs rootfs test test-host demo dose \
 	windows bench stackscan clean-results slurm-start slurm-stop
 
 all: kernels
@@ -62,6 +62,14 @@ deps:
 kernels: deps
 	$(PY) guest/kbuild.py $(addprefix --flavour ,$(FLAVOURS))
 
+# Everything the lab boots from, built side by side (guest/prepare.py):
+# lab = what make demo boots, all = what the guest tests boot too.
+prepare: deps
+	$(PY) guest/prepare.py --what all
+
+prepare-lab: deps
+	$(PY) guest/prepare.py --what lab
+
 testdisk: deps
 	$(PY) guest/testdisk.py
 
@@ -87,12 +95,12 @@ test-host: deps
 test:
 	@$(PY) tests/phases.py "deps" make --no-print-directory deps \
 		-- "host tests" env JOBS=$(TEST_JOBS) bash tests/run -m "not guest" \
-		-- "kernels" make --no-print-directory kernels \
+		-- "lab build" make --no-print-directory prepare \
 		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and not hostclock" \
 		-- "guest tests, host clock" env JOBS=$(TEST_JOBS_HOSTCLOCK) \
 			bash tests/run -m "guest and hostclock"
 
-demo: deps kernels
+demo: deps prepare-lab
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)
 
 # stackscan's windows of the lab kernel, watched by chkwin --windows in a

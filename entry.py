@@ -29,6 +29,7 @@ ENTRY_POINTS = {
     "guest/lab_demo.py": "guest.host.lab_demo",
     "guest/lab_windows.py": "guest.host.lab_windows",
     "guest/loaderbuild.py": "guest.host.loaderbuild",
+    "guest/prepare.py": "guest.host.prepare",
     "guest/replay.py": "guest.host.replay",
     "guest/rootfs.py": "guest.host.rootfs",
     "guest/run.py": "guest.host.run",

@@ -32,6 +32,8 @@ TARBALL = pathlib.Path(os.environ.get("CHKWIN_KERNEL_SOURCE",
                                       "/usr/src/linux-source-6.1.tar.xz"))
 CROSS = "aarch64-linux-gnu-"
 MAKE_VARS = ["ARCH=arm64", f"CROSS_COMPILE={CROSS}"]
+# In a tree whose last build finished: the source version it was extracted from.
+SOURCE_STAMP = ".chkwin-source-version"
 OUTPUTS = ("Image", "vmlinux", "System.map", "config", "vmlinux.h")
 JOBS = os.cpu_count() or 2
 # Kbuild's quiet lines for a compiled or assembled object.
@@ -149,6 +151,28 @@ def sync_tree(tree, pristine, patches, version):
     return changed
 
 
+def seed_tree(tree, version):
+    """Create tree: a copy of a sibling flavour's tree built from the same
+    source (copied under its lock, so never mid-build), else the tarball
+    extracted.  Returns how it started: "seeded from <flavour>" or
+    "extracted"."""
+    for sibling in sorted(tree.parent.iterdir()):
+        if sibling.name.startswith(".") or not (sibling / SOURCE_STAMP).is_file() \
+                or (sibling / SOURCE_STAMP).read_text() != version:
+            continue
+        with locked(sibling.with_name(f".{sibling.name}.lock"), "kbuild"):
+            if (sibling / SOURCE_STAMP).is_file():
+                log("kbuild", f"copying the {sibling.name} tree into {tree}")
+                tmp = tree.with_name(f".tmp-{tree.name}-{os.getpid()}")
+                shutil.rmtree(tmp, ignore_errors=True)
+                run_or_die(["cp", "-a", str(sibling), str(tmp)],
+                           f"copying {sibling} to {tmp}")
+                tmp.rename(tree)
+                return f"seeded from {sibling.name}"
+    extract(tree, version)
+    return "extracted"
+
+
 def configure(tree, fragment, flavour):
     """allnoconfig + fragment + LOCALVERSION; every fragment line must hold."""
     local = tree / ".chkwin-localversion.config"
@@ -171,14 +195,16 @@ def build_status(logfile):
 
 
 def make(tree, jobs):
+    """Build the Image; the number of objects make compiled."""
     logfile = tree / "chkwin-build.log"
     proc = run_logged(["make", f"-j{jobs}", *MAKE_VARS, "Image"], logfile, "kbuild",
                       build_status, cwd=tree)
+    text = logfile.read_text(errors="replace")
     if proc.returncode != 0:
-        errors = [ln for ln in logfile.read_text(errors="replace").splitlines()
-                  if "error" in ln.lower()]
+        errors = [ln for ln in text.splitlines() if "error" in ln.lower()]
         die(f"kernel build failed: {errors[0] if errors else 'see log'} "
             f"(log: {logfile})")
+    return len(OBJECT_LINE.findall(text))
 
 
 def collect(tree, tmp, meta):
@@ -212,18 +238,24 @@ def build(flavour, patches_dir, jobs):
     def make_kernel(tmp):
         start = time.monotonic()
         pristine = pristine_tree(version)
-        # A build in a freshly extracted tree is a cold build: the tests
-        # check that one rather than build every flavour twice.
-        cold = not tree.exists()
-        if cold:
-            extract(tree, version)
+        # A flavour's first build starts from another flavour's tree of
+        # the same source where one exists (make then rebuilds only what
+        # the series' difference touches), else from the tarball: a cold
+        # build, which the tests check rather than build every flavour twice.
+        origin = "warm"
+        if not tree.exists():
+            origin = seed_tree(tree, version)
         changed = sync_tree(tree, pristine, patches, version)
         log("kbuild", f"{flavour}: {len(changed)} source files changed; building in {tree}")
         configure(tree, fragment, flavour)
-        make(tree, jobs)
+        # Stamped only while no build is under way in it.
+        (tree / SOURCE_STAMP).unlink(missing_ok=True)
+        compiled = make(tree, jobs)
+        (tree / SOURCE_STAMP).write_text(version)
         meta = {"flavour": flavour, "key": key, "source_version": version,
                 "compiler": gcc, "patches": [p.name for p in patches],
-                "changed_files": changed, "cold": cold,
+                "changed_files": changed, "origin": origin,
+                "objects_compiled": compiled,
                 "build_seconds": round(time.monotonic() - start, 1)}
         collect(tree, tmp, meta)
         log("kbuild", f"built {flavour} in {meta['build_seconds']} s")
