@@ -2,18 +2,16 @@
 replaying it under QEMU's gdb stub (guest/replay.py RUN --failure N|all).
 
 The walk knows ext4, not the window: a failure is an ext4 error report
-with EFSBADCRC, the call that went wrong is the last ext4_chksum() before
-it whose result is not the CRC32C of its bytes, and the word it read the
-wrong result from is found by value on the stack below that call.  From
-there a watch on that word, over a third replay of the call alone, shows
-every write and read of it: the checksum code storing the right state,
-the last write before the read (in the 2021 bug: an exception entry
-saving a register over the released frame, whose saved pc is the
-interrupted instruction) and the load that read it back.  Nothing tells
+with EFSBADCRC, and the call that went wrong is the last ext4_chksum()
+before it whose result is not the CRC32C of its bytes.  A third replay
+single-steps that call from its first instruction to its return, in
+whatever context the CPU runs meanwhile (gdbwalk.py's trace pass), and
+provenance.py follows the wrong result backwards through that trace to
+the instruction that wrote it, wherever the value lived.  Nothing tells
 the walk where the window is; the run's windows file only names it
 afterwards.  Three replays serve any number of failures (one pass each:
-failures, calls, watches), and one or two more where a failure's call
-lies further back than the first reach; each runs from the start of the
+failures, calls, trace), and one or two more where a failure's call lies
+further back than the first reach; each runs from the start of the
 recording, and each is checked to be a prefix of the recording's console.
 """
 
