@@ -177,14 +177,18 @@ def test_walk_explains_a_window_stackscan_does_not_flag(recordings):
 
 
 # ext4.chksum_offstack mode: the writer's context, the callback that wrote
-# (and what called it), the function whose store it was, the memory.
+# (and what called it), the functions whose store it may be (the scrub
+# corrupts through chksum_update() and, in some phases, its own store
+# comes last: 53 and 1 of 54 percpu failures in bench/RESULTS.md's walk
+# rows), the memory.
 OFFSTACK = {
-    "percpu": ("softirq", "timer callback", "ext4_chksum_percpu_scrub", "chksum_update+",
+    "percpu": ("softirq", "timer callback", "ext4_chksum_percpu_scrub",
+               ("chksum_update+", "ext4_chksum_percpu_scrub+"),
                "per-CPU ext4_chksum_percpu_desc+"),
-    "shared": ("another task", "work item", "ext4_chksum_shared_scrub", "chksum_update+",
-               "heap"),
+    "shared": ("another task", "work item", "ext4_chksum_shared_scrub",
+               ("chksum_update+", "ext4_chksum_shared_scrub+"), "heap"),
     "buffer": ("hard interrupt", "hrtimer callback", "ext4_chksum_buffer_flip",
-               "ext4_chksum_buffer_flip+", "the checksummed bytes"),
+               ("ext4_chksum_buffer_flip+",), "the checksummed bytes"),
 }
 
 
