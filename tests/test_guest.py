@@ -1,6 +1,5 @@
 """The lab's guests boot, are what they claim, and fail loudly."""
 
-import hashlib
 import os
 import pathlib
 import shutil
@@ -10,6 +9,7 @@ import pytest
 
 from tests.boots import boot
 from common import PY, REPO
+from common.digest import file_sha256
 from guest.host import console_lines
 from tests.kernels import kernel_dir
 
@@ -132,10 +132,10 @@ def test_initramfs_is_byte_identical_when_built_twice(tmp_path):
 
 def test_runs_never_change_the_test_disk(tmp_path):
     disk = helper_path("testdisk.py")
-    before = hashlib.sha256(disk.read_bytes()).hexdigest()
+    before = file_sha256(disk)
     run = boot(tmp_path, "patched", "rk-loop", "--duration", "5")
     assert run.proc.returncode == 0, run.proc.stderr
     assert int(run.fields("passes")[0]) >= 1
     assert run.fields("checksum-invalid") == ["0"]
-    assert hashlib.sha256(disk.read_bytes()).hexdigest() == before
+    assert file_sha256(disk) == before
     assert disk.stat().st_mode & 0o222 == 0

@@ -19,7 +19,6 @@ failed 46 (percpu), 36 (shared) and 48 (buffer) times in such a boot
 (seed 7, recorded, on the kernel of the commit that wrote this).
 """
 
-import hashlib
 import json
 import pathlib
 import re
@@ -30,6 +29,7 @@ import pytest
 
 from tests.boots import boot_many, icount_args
 from common import PY, REPO
+from common.digest import file_sha256
 from tests.kernels import kernel_dir
 
 pytestmark = pytest.mark.guest
@@ -42,7 +42,7 @@ LOOP_WIDTH = 4
 
 def digests(run):
     """SHA-256 of every file a recording keeps: a replay must not touch one."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+    return {p.name: file_sha256(p)
             for p in sorted(run.iterdir()) if p.is_file()}
 
 

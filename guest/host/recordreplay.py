@@ -17,11 +17,11 @@ over a snapshot=on drive: QEMU records the order of block completions,
 and the backing file is never written (the test disk stays unchanged).
 """
 
-import hashlib
 import json
 import pathlib
 import subprocess
 
+from common.digest import file_sha256
 from common.errors import die
 from guest.host.resultsdir import write_json
 
@@ -49,14 +49,6 @@ def icount_option(shift, sleep, rr_log=None):
     return value
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def qemu_version():
     """QEMU's version line: a replay log is only read by the QEMU that
     wrote it."""
@@ -71,7 +63,7 @@ def qemu_version():
 def describe(path):
     path = pathlib.Path(path)
     return {"path": str(path.resolve()), "bytes": path.stat().st_size,
-            "sha256": sha256(path)}
+            "sha256": file_sha256(path)}
 
 
 def save(out, argv, inputs, kernel_entry, guest_seconds, wall_seconds, timeout):
@@ -113,14 +105,14 @@ def load(run):
     if size != log["bytes"]:
         die(f"{log_path}: not this recording's replay log: {size} bytes where "
             f"{log['bytes']} were recorded (cut short, damaged or another boot's)")
-    if sha256(log_path) != log["sha256"]:
+    if file_sha256(log_path) != log["sha256"]:
         die(f"{log_path}: not this recording's replay log: its SHA-256 is not the "
             f"one in {META_NAME} (damaged or another boot's)")
     for role, want in inputs.items():
         path = pathlib.Path(want["path"])
         if not path.is_file():
             die(f"the recording's {role} {path} no longer exists")
-        if path.stat().st_size != want["bytes"] or sha256(path) != want["sha256"]:
+        if path.stat().st_size != want["bytes"] or file_sha256(path) != want["sha256"]:
             die(f"the recording's {role} {path} has changed since it was "
                 f"recorded: the replay log belongs to another {role}")
     version = qemu_version()
