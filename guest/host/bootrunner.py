@@ -3,12 +3,13 @@ ones that were lost, collect each boot's result.
 
 A boot is guest/run.py's flags and a result directory, which counts as a
 result once guest/host/boottask.py has published its task.json (written
-aside and renamed when the boot ends).  An engine runs boots and says, for each, whether it published a result or
-was lost on the way and why (its task killed: a lost node, scancel, a
-time limit).  Lost boots are run again with the same flags (so the same
-phase seed) up to `retries` more times, then reported with their reason;
-a boot that ran and failed (a hung or panicked guest) is a result, not a
-loss: the same seed would fail the same way.
+aside and renamed when the boot ends).  An engine runs boots and says,
+for each, whether it published a result or was lost on the way and why
+(its task killed: a lost node, scancel, a time limit).  Lost boots are
+run again with the same flags (so the same phase seed) up to `retries`
+more times, then reported with their reason; a boot that ran and failed
+(a hung or panicked guest) is a result, not a loss: the same seed would
+fail the same way.
 
 Engines: LocalEngine here (one boot a core on this machine) and
 guest/host/slurmengine.SlurmEngine (a Slurm job array).

@@ -60,7 +60,8 @@ def qemu_version():
         out = subprocess.run(["qemu-system-aarch64", "--version"], capture_output=True,
                              text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        raise RecordingError("qemu-system-aarch64 --version failed: install qemu-system-arm (make deps)")
+        raise RecordingError("qemu-system-aarch64 --version failed: install "
+                             "qemu-system-arm (make deps)")
     return out.splitlines()[0].strip()
 
 
@@ -94,7 +95,7 @@ def load(run):
     meta_path = run / META_NAME
     if not meta_path.is_file():
         raise RecordingError(f"{run}: no {META_NAME}: not a recorded boot (guest/run.py "
-            "--record-replay), or its recording did not finish")
+                             "--record-replay), or its recording did not finish")
     try:
         meta = json.loads(meta_path.read_text())
         log = meta["log"]
@@ -107,22 +108,23 @@ def load(run):
         raise RecordingError(f"{log_path}: the replay log is missing")
     size = log_path.stat().st_size
     if size != log["bytes"]:
-        raise RecordingError(f"{log_path}: not this recording's replay log: {size} bytes where "
-            f"{log['bytes']} were recorded (cut short, damaged or another boot's)")
+        raise RecordingError(f"{log_path}: not this recording's replay log: {size} bytes "
+                             f"where {log['bytes']} were recorded (cut short, damaged "
+                             "or another boot's)")
     if file_sha256(log_path) != log["sha256"]:
-        raise RecordingError(f"{log_path}: not this recording's replay log: its SHA-256 is not the "
-            f"one in {META_NAME} (damaged or another boot's)")
+        raise RecordingError(f"{log_path}: not this recording's replay log: its SHA-256 "
+                             f"is not the one in {META_NAME} (damaged or another boot's)")
     for role, want in inputs.items():
         path = pathlib.Path(want["path"])
         if not path.is_file():
             raise RecordingError(f"the recording's {role} {path} no longer exists")
         if path.stat().st_size != want["bytes"] or file_sha256(path) != want["sha256"]:
             raise RecordingError(f"the recording's {role} {path} has changed since it was "
-                f"recorded: the replay log belongs to another {role}")
+                                 f"recorded: the replay log belongs to another {role}")
     version = qemu_version()
     if version != meta["qemu"]:
         raise RecordingError(f"the recording was made by {meta['qemu']!r}, this is {version!r}: "
-            "QEMU reads only its own replay logs")
+                             "QEMU reads only its own replay logs")
     if not any(a.startswith("shift=") and ",rr=record," in a for a in argv):
         raise RecordingError(f"{meta_path}: its command line records no replay log")
     return meta
