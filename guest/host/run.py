@@ -315,7 +315,8 @@ def scenario_name(text):
 def parse_args(argv=None):
     """run.py's command line as a BootSpec."""
     # Options not given stay out of the namespace: BootSpec holds the defaults.
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    # prog: the command's name also where boottask.py parses in-process.
+    ap = argparse.ArgumentParser(prog="run.py", description=__doc__.splitlines()[0],
                                  argument_default=argparse.SUPPRESS)
     ap.add_argument("--flavour", choices=["unpatched", "patched", "stock"],
                     help="a lab kernel, or Debian's own (guest/stockkernel.py; "
