@@ -23,7 +23,6 @@ the report must lead with the decisions and show predicted against
 measured.
 """
 
-import json
 import re
 import subprocess
 
@@ -37,6 +36,7 @@ from analysis import documents
 from analysis import experiment
 from guest.host import kmsg
 from analysis import poisson
+from analysis.documents import BootStatus
 
 # The short demo of tests/boots.py is shared with the other module of its
 # group, in one process.
@@ -66,12 +66,12 @@ def test_layout_latest_and_the_record_of_the_run(demo):
                                        "unpatched-gcc49-exact-recorded": 1}
     kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
     for b in doc["boots"]:
-        status = json.loads((top / b["dir"] / "status.json").read_text())
-        assert status["scenario_status"] == 0
+        status = BootStatus.read(top / b["dir"] / "status.json")
+        assert status.scenario_status == 0
         # The lab's windows go only to boots whose chkwin watches them.
-        assert status["lab_windows"] == (kinds[b["condition"]] in ("recorded", "rate"))
-        assert status["checksum_calls"] == b["calls"] > 0
-        assert status["clock"]["kind"] == "icount" and status["smp"] == 1
+        assert status.lab_windows == (kinds[b["condition"]] in ("recorded", "rate"))
+        assert status.checksum_calls == b["calls"] > 0
+        assert status.clock["kind"] == "icount" and status.smp == 1
         assert b["interrupts"]["timer"] > 0
     # The n-th boots of every condition share a phase seed (paired), and
     # the boots of one condition each have their own.

@@ -27,6 +27,7 @@ import subprocess
 
 import pytest
 
+from analysis.documents import BootStatus
 from tests.boots import boot_many, icount_args
 from common import PY, REPO
 from common.digest import file_sha256
@@ -69,8 +70,8 @@ def recordings(tmp_path_factory):
          "ext4.chksum_window=gcc49-indirect")])
     for run in runs:
         assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
-        assert run.status["checksum_failures_total"] > 0, run.status
-        assert run.status["clock"]["record_replay"] is True
+        assert run.status.checksum_failures_total > 0, run.status
+        assert run.status.clock["record_replay"] is True
     return {"loop": runs[0], "indirect": runs[1], "disk": disk}
 
 
@@ -80,7 +81,7 @@ def test_recording_keeps_log_command_line_and_input_hashes(recordings):
     assert meta["log"]["bytes"] == (run / "replay.bin").stat().st_size > 0
     assert {"kernel", "initramfs", "disk", "guest_files"} <= set(meta["inputs"])
     kernel = pathlib.Path(meta["inputs"]["kernel"]["path"])
-    assert kernel.parent.name == meta["kernel_entry"] == recordings["loop"].status["kernel"]
+    assert kernel.parent.name == meta["kernel_entry"] == recordings["loop"].status.kernel
     icount = meta["argv"][meta["argv"].index("-icount") + 1]
     assert f",rr=record,rrfile={run / 'replay.bin'}" in icount
     # Every block device behind blkreplay, its file never written.
@@ -98,9 +99,9 @@ def test_replay_reproduces_the_recording(recordings):
     assert "reproduced" in proc.stdout and proc.stderr == ""
     out = run / "replay-1"
     assert (out / "console.log").read_bytes() == (run / "console.log").read_bytes()
-    status = json.loads((out / "status.json").read_text())
-    assert status["checksum_failures"] == recordings["loop"].status["checksum_failures"]
-    assert status["checksum_calls"] == recordings["loop"].status["checksum_calls"]
+    status = BootStatus.read(out / "status.json")
+    assert status.checksum_failures == recordings["loop"].status.checksum_failures
+    assert status.checksum_calls == recordings["loop"].status.checksum_calls
     assert digests(run) == before
 
 
@@ -201,7 +202,7 @@ def offstack(tmp_path_factory):
                       for m, out in outs.items()])
     for run in runs:
         assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
-        assert run.status["checksum_failures_total"] > 0, run.status
+        assert run.status.checksum_failures_total > 0, run.status
     return dict(zip(OFFSTACK, runs))
 
 

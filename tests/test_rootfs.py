@@ -62,7 +62,7 @@ def test_rootfs_second_call_is_a_cache_hit(rootfs):
 def test_debian_root_boots_and_runs_the_peers(peers_run):
     assert peers_run.proc.returncode == 0, \
         peers_run.proc.stderr + peers_run.console[-3000:]
-    assert peers_run.status["root"] == "debian"
+    assert peers_run.status.root == "debian"
     assert peers_run.fields("os") == ["Debian GNU/Linux 12 (bookworm)"]
     assert peers_run.fields("bpftrace")[0].startswith("bpftrace v0.17")
     assert peers_run.fields("perf")[0].startswith("perf version 6.1")

@@ -76,13 +76,12 @@ import concurrent.futures
 import os
 import pathlib
 import random
-import subprocess
 import sys
 import time
 
-from common import PY, REPO
 from common.cache import one_line, quietly
 from common.errors import die
+from common.jsonfile import write_json
 from common.progress import heartbeat
 from analysis import chkwinlog
 from analysis import correlate
@@ -97,8 +96,9 @@ from guest.host import initramfs
 from guest.host import kbuild
 from guest.host import kernelwindows
 from guest.host import testdisk
+from guest.host import walk
 from guest.host.demo_plan import TRACED, Plan, Specs, tried
-from guest.host.resultsdir import new_run_dir, write_json
+from guest.host.resultsdir import new_run_dir
 from guest.host.slurmengine import SlurmEngine
 
 # Wall seconds a boot costs beyond its guest seconds, until one is measured
@@ -273,21 +273,21 @@ class Experiment:
     def record(self, c, rnd, slot, outcome):
         """A finished boot's record in experiment.json."""
         out, status = outcome.boot.out, outcome.status
-        if status["checksum_calls"] is None:
+        if status.checksum_calls is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
         b = documents.Boot(
             condition=c.name, round=rnd, slot=slot, dir=out.name,
             guest_seconds=self.specs.seconds(c), wall_seconds=outcome.wall_seconds,
-            calls=status["checksum_calls"], kernel=status["kernel"],
-            failures=status["checksum_failures"],
-            failures_total=status["checksum_failures_total"],
-            clock=status["clock"], phase_seed=status["phase_seed"],
-            interrupts=status["interrupts"],
-            record_replay=bool(status["clock"].get("record_replay")),
+            calls=status.checksum_calls, kernel=status.kernel,
+            failures=status.checksum_failures,
+            failures_total=status.checksum_failures_total,
+            clock=status.clock, phase_seed=status.phase_seed,
+            interrupts=status.interrupts,
+            record_replay=bool(status.clock.get("record_replay")),
             host=outcome.host, attempts=outcome.attempts)
         if c.kind == "rate":
-            result = status.get("chkwin")
+            result = status.chkwin
             if not result:
                 die(f"boot {out.name}: chkwin printed no closing record "
                     f"(console: {out / 'console.log'})")
@@ -402,26 +402,21 @@ def run(args):
 
 def walk_recorded(top, boots, jobs):
     """Every failure of the boots recorded for replay, walked to its cause
-    (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
-    reads), jobs walks at a time (a walk's QEMU replays one vCPU).  A walk
-    that fails is said in one line; the boots stay."""
+    (RUN/walk-1/walk.json, which the report reads), jobs walks at a time (a
+    walk's QEMU replays one vCPU).  A walk that fails is said in one line;
+    the boots stay."""
     recorded = [b for b in boots if b.record_replay and b.failures_total]
     if recorded:
         print(f"demo: walking the {sum(b.failures_total for b in recorded)} failures of "
               f"{len(recorded)} recorded boots by replay", flush=True)
-
-    def walk(b):
-        return b, subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
-                                  "--failure", "all"], capture_output=True, text=True)
-
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-        for b, proc in pool.map(walk, recorded):
-            last = (proc.stdout.strip().splitlines() or [""])[-1]
-            if proc.returncode == 0 or last.startswith("walk: "):
-                print(f"demo: {b.dir}: {last}", flush=True)
+        for b, summary in zip(recorded, pool.map(lambda b: walk.walk_recording(top / b.dir),
+                                                 recorded)):
+            if summary.path is None:
+                print(f"demo: {b.dir}: the walk failed: {summary.error}", flush=True)
             else:
-                why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-                print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
+                print(f"demo: {b.dir}: {summary.line()}"
+                      + (f"; {summary.error}" if summary.error else ""), flush=True)
 
 
 def point_latest(results, top):
