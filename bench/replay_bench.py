@@ -40,6 +40,7 @@ from guest.host import bootrunner
 from guest.host import recordreplay
 from bench.section import print_section
 from common import PY, REPO
+from common.digest import file_sha256
 
 SHIFT = 4
 
@@ -89,7 +90,7 @@ def cost_and_rates(top, seeds, seconds, margin):
         if p.returncode != 0:
             sys.exit(f"replay_bench: error: a repeated replay: {p.stderr.strip()}")
     first = top / f"rec-{seeds[0]}"
-    same = {(recordreplay.sha256(d / "console.log"), json.dumps(
+    same = {(file_sha256(d / "console.log"), json.dumps(
         {k: v for k, v in json.loads((d / "status.json").read_text()).items()
          if k not in ("wall_seconds", "replay_of")}, sort_keys=True))
         for d in sorted(first.glob("replay-*"))}
