@@ -37,7 +37,6 @@ from analysis import model
 from analysis import verdict
 from analysis import walks
 from guest.host import bootrunner
-from guest.host import recordreplay
 from bench.section import print_section
 from common import PY, REPO
 from common.digest import file_sha256
