@@ -38,9 +38,9 @@ from analysis import verdict
 from analysis import walks
 from analysis.documents import BootStatus
 from guest.host import bootrunner
-from guest.host import recordreplay
 from bench.section import print_section
 from common import PY, REPO
+from common.digest import file_sha256
 
 SHIFT = 4
 
@@ -90,7 +90,7 @@ def cost_and_rates(top, seeds, seconds, margin):
         if p.returncode != 0:
             sys.exit(f"replay_bench: error: a repeated replay: {p.stderr.strip()}")
     first = top / f"rec-{seeds[0]}"
-    same = {(recordreplay.sha256(d / "console.log"), json.dumps(
+    same = {(file_sha256(d / "console.log"), json.dumps(
         {k: v for k, v in BootStatus.read(d / "status.json").to_json().items()
          if k not in ("wall_seconds", "replay_of")}, sort_keys=True))
         for d in sorted(first.glob("replay-*"))}
