@@ -78,20 +78,30 @@ def _gamma(rng, cv):
     return float(rng.gamma(1 / cv ** 2, cv ** 2))
 
 
-# name: (what it is, draw(rng, mean, seed_factor) -> failures).  seed_factor
-# is the boot's phase seed's shared factor (1 outside "seed-shared").
+# An aberrant boot's mean, in multiples of its condition's.
+ABERRANT = 4.0
+
+# name: (what it is, draw(rng, mean, seed_factor) -> failures, whether one
+# A/A boot of every demo is aberrant).  seed_factor is the boot's phase
+# seed's shared factor (1 outside "seed-shared").
 SCENARIOS = {
-    "poisson": ("Poisson boots", lambda rng, m, g: _nb(rng, m, 1)),
+    "poisson": ("Poisson boots", lambda rng, m, g: _nb(rng, m, 1), False),
     "nb-3": ("negative binomial, dispersion 3 at every mean",
-             lambda rng, m, g: _nb(rng, m, 3)),
+             lambda rng, m, g: _nb(rng, m, 3), False),
+    "nb-5": ("negative binomial, dispersion 5 at every mean",
+             lambda rng, m, g: _nb(rng, m, 5), False),
     "growing": ("dispersion growing with the mean, 1 + mean/100 (1.2 at 16, 6 at 500)",
-                lambda rng, m, g: _nb(rng, m, 1 + m / 100)),
+                lambda rng, m, g: _nb(rng, m, 1 + m / 100), False),
     "seed-shared": (f"a phase seed's factor (CV {SEED_CV * 100:.0f}%) shared by every boot "
-                    "of the seed", lambda rng, m, g: _nb(rng, m * g, 1)),
+                    "of the seed", lambda rng, m, g: _nb(rng, m * g, 1), False),
     "seed-own": (f"a factor of each boot's own (CV {SEED_CV * 100:.0f}%)",
-                 lambda rng, m, g: _nb(rng, m * _gamma(rng, SEED_CV), 1)),
-    "outlier": ("Poisson, but one A/A boot at twice its siblings' rate",
-                lambda rng, m, g: _nb(rng, m, 1)),
+                 lambda rng, m, g: _nb(rng, m * _gamma(rng, SEED_CV), 1), False),
+    "aberrant-1": (f"Poisson, one A/A boot at {ABERRANT:g} times its condition's mean",
+                   lambda rng, m, g: _nb(rng, m, 1), True),
+    "aberrant-3": (f"dispersion 3, one A/A boot at {ABERRANT:g} times its condition's mean",
+                   lambda rng, m, g: _nb(rng, m, 3), True),
+    "aberrant-5": (f"dispersion 5, one A/A boot at {ABERRANT:g} times its condition's mean",
+                   lambda rng, m, g: _nb(rng, m, 5), True),
 }
 
 
@@ -152,13 +162,18 @@ def power(mean_a, mean_b, boots, phi, margin, seed):
 
 
 class Demo:
-    """One simulated demo, built boot by boot as the demo builds its record."""
+    """One simulated demo, built boot by boot as the demo builds its record.
+    budget: the A/A boots a flavour the run's budget admits (None: no cut),
+    as the demo's budget cuts whole rounds; lost: the chance that a boot is
+    lost on every attempt (kept in the record's missing, as the demo keeps
+    it)."""
 
-    def __init__(self, scenario, aa_ratio, rng, margin=MARGIN):
+    def __init__(self, scenario, aa_ratio, rng, margin=MARGIN, budget=None, lost=0.0):
         self.draw = SCENARIOS[scenario][1]
         self.scenario = scenario
-        self.outlier = None     # (condition, n) of the boot at twice the rate
+        self.aberrant = None    # (condition, n) of the aberrant boot
         self.rng, self.aa_ratio, self.margin = rng, aa_ratio, margin
+        self.budget, self.lost = budget, lost
         self.conds = design.conditions(FLAVOURS, "icount", AA_WIDTH, recorded=False,
                                        controls=False)
         self.seeds = {}
@@ -181,39 +196,51 @@ class Demo:
         mean = calls * model.per_call(c.window, c.width, INTERRUPTS, SHIFT, LOOP_INSNS)
         if c.kind == "aa" and c.flavour == FLAVOURS[1]:
             mean *= self.aa_ratio
-        if (c.name, n) == self.outlier:
-            mean *= 2
+        if (c.name, n) == self.aberrant:
+            mean *= ABERRANT
         label = "pilot" if c.kind == "pilot" else "phase"
         k = self.draw(self.rng, mean, self.seed_factor(label, n))
+        seed = n + (10_000 if label == "pilot" else 0)
+        if self.lost and self.rng.random() < self.lost:
+            self.doc.missing.append(documents.Missing(
+                condition=c.name, dir=f"{c.name}-{n}", round=n, slot=1, phase_seed=seed,
+                attempts=3, reason="lost (simulated)"))
+            return
         # No wall time: nothing here reads it.
         self.doc.boots.append(documents.Boot(
             condition=c.name, round=n, slot=1, dir=f"{c.name}-{n}", calls=calls,
-            failures_total=k, failures={"inode": k},
-            phase_seed=n + (10_000 if label == "pilot" else 0),
+            failures_total=k, failures={"inode": k}, phase_seed=seed,
             clock={"kind": "icount", "shift": SHIFT}, interrupts=INTERRUPTS,
             guest_seconds=30, wall_seconds=0.0))
 
     def of(self, kind):
         return self.doc.select(kind=kind)
 
-    def run(self, power=PLAN_POWER, cap=MAX_BOOTS):
+    def run(self, power=PLAN_POWER, cap=MAX_BOOTS, aberrant=None):
         """The demo's order: pilot, plan, counting boots, A/A to the
-        midpoint, the blinded look, the rest.  Returns the A/A plan."""
+        midpoint, the blinded look (with the boots there are once the
+        midpoint's have run, some perhaps lost), the rest, as far as the
+        budget admits.  aberrant: (flavour index, boot number) of the
+        scenario's aberrant A/A boot; drawn when the scenario has one and
+        this is None.  Returns the A/A plan: planned, final, run (boots a
+        flavour the run reached) and where the aberrant boot is."""
         for c in self.of("pilot"):
             for n in range(1, planning.PILOT_BOOTS + 1):
                 self.boot(c, n)
-        pilot = [self.doc.counts(c.name) for c in self.of("pilot")]
-        plan = planning.plan_aa(pilot[0] + pilot[1], None, self.margin, power, cap)[0]
+        pilot = [b for c in self.of("pilot") for b in self.doc.counts(c.name)]
+        plan = planning.plan_aa(pilot, None, self.margin, power, cap)[0]
         aa = self.of("aa")
-        if self.scenario == "outlier":
-            self.outlier = (aa[int(self.rng.integers(2))].name,
-                            int(self.rng.integers(1, plan["boots"] + 1)))
+        if aberrant is None and SCENARIOS[self.scenario][2]:
+            aberrant = (int(self.rng.integers(2)), int(self.rng.integers(1, plan["boots"] + 1)))
+        if aberrant:
+            self.aberrant = (aa[aberrant[0]].name, aberrant[1])
         for c in self.of("counting") + self.of("control"):
             for n in range(1, BOOTS + 1):
                 self.boot(c, n)
         planned, again = plan["boots"], None
+        limit = cap if self.budget is None else min(cap, self.budget)
         n = 0
-        while n < planned:
+        while n < min(planned, limit):
             n += 1
             for c in aa:
                 self.boot(c, n)
@@ -221,10 +248,12 @@ class Demo:
                 counts = [self.doc.counts(c.name) for c in aa]
                 res = experiment.Results(self.doc)
                 blocks = [res.blocks(c.name) for c in aa]
-                again = planning.look(*counts, *blocks, self.margin, power, cap, planned)
+                again = planning.look(*counts, *blocks, self.margin, power, cap, planned,
+                                      now=n >= planning.midpoint(planned))
                 if again:
                     planned = again["boots"]
-        return {"planned": plan["boots"], "final": planned}
+        return {"planned": plan["boots"], "final": planned, "run": n,
+                "aberrant": self.aberrant and (aberrant[0], aberrant[1] <= n)}
 
 
 @dataclass

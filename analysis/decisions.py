@@ -3,6 +3,7 @@ first, from the statistics of its record (analysis/experiment.py's
 Results).  `chkwin-analyze report` prints them and the report leads with
 them; the demo (guest/lab_demo.py) prints them at its end."""
 
+import math
 from typing import NamedTuple
 
 from analysis import correlate
@@ -139,3 +140,33 @@ def dose_line(d):
             f"{how['unit']} (95% CI {interval(lo, hi)}), intercept {d['intercept']:.3g} "
             f"({interval(ilo, ihi)}), R^2 {d['r2']:.2f}, {len(d['points'])} points, "
             f"{'t on ' + str(d['df']) + ' df' if d['df'] > 0 else 'two points: no scatter to see'}")
+
+
+def _number(x):
+    """A float for JSON: null where it is unbounded or undefined."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _verdict_json(v):
+    return {"kind": v.kind, "ratio": _number(v.ratio),
+            "ci95": [_number(x) for x in v.ci95], "ci90": [_number(x) for x in v.ci90],
+            "dispersion": v.phi, "df": v.df, "within_margin": v.within_margin,
+            "more_boots": v.more}
+
+
+def as_json(res):
+    """The comparisons' verdicts as verdicts.json has them (null: unbounded):
+    each with its key, label, kind, ratio and intervals, the text the
+    report prints, the boots flagged as aberrant and, where there are any,
+    the verdict without them (the kind is a decision only where both
+    reach it: verdict.with_and_without)."""
+    out = []
+    for c in res.comparisons:
+        v = c["verdict"]
+        out.append({"key": c["key"], "label": c["label"], **_verdict_json(v),
+                    "text": v.text,
+                    "flagged": [dict(f, expected=round(f["expected"], 3),
+                                     residual=round(f["residual"], 3),
+                                     threshold=round(f["threshold"], 3)) for f in v.flagged],
+                    "without_flagged": _verdict_json(v.without) if v.without else None})
+    return {"margin": res.doc.settings.margin, "comparisons": out}

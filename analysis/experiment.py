@@ -210,24 +210,52 @@ class Results:
         """The design's blocks, as the verdicts name them."""
         return "phase-seed pairs" if self.paired else "rounds"
 
-    def blocks(self, name):
-        """The block of each of a condition's boots: boots that share a phase
-        seed are paired (the n-th boot of every condition), else a round is a
-        block (rounds interleave the conditions, so whatever drifts over a
-        run's time, host load among it, is shared within one)."""
-        return [("seed", b.phase_seed) if self.paired else ("round", b.round)
-                for b in self.doc.boots_of(name)]
+    def boots(self, name, drop=frozenset()):
+        """A condition's boots in the order they ran, less those in drop
+        (boot directories)."""
+        return [b for b in self.doc.boots_of(name) if b.dir not in drop]
 
-    def fit(self, conds):
-        """The dispersion of the boots of conds about their own rates, within
-        the design's blocks where two conditions with failures share them
-        (one alone would spend a degree of freedom a block on nothing)."""
-        doc = self.doc
-        failing = [c for c in conds if sum(k for k, _ in doc.counts(c.name))]
-        if len(failing) < 2:
-            return verdict.fit(*[doc.counts(c.name) for c in conds])
-        return verdict.fit_blocked([doc.counts(c.name) for c in conds],
-                                   [self.blocks(c.name) for c in conds])
+    def counts(self, name, drop=frozenset()):
+        """[(failures, calls)] of a condition's boots less those in drop."""
+        return [(b.failures_total, b.calls) for b in self.boots(name, drop)]
+
+    def blocks(self, name, drop=frozenset()):
+        """The block of each of a condition's boots (less those in drop):
+        boots that share a phase seed are paired (the n-th boot of every
+        condition), else a round is a block (rounds interleave the
+        conditions, so whatever drifts over a run's time, host load among
+        it, is shared within one)."""
+        return [("seed", b.phase_seed) if self.paired else ("round", b.round)
+                for b in self.boots(name, drop)]
+
+    def blocked(self, conds):
+        """Whether conds' spread is taken within the design's blocks: where
+        two conditions with failures share them (one alone would spend a
+        degree of freedom a block on nothing)."""
+        return sum(1 for c in conds if sum(k for k, _ in self.doc.counts(c.name))) >= 2
+
+    def fit(self, conds, drop=frozenset()):
+        """The dispersion of the boots of conds (less those in drop) about
+        their own rates, within the design's blocks where blocked()."""
+        counts = [self.counts(c.name, drop) for c in conds]
+        if not self.blocked(conds):
+            return verdict.fit(*counts)
+        return verdict.fit_blocked(counts, [self.blocks(c.name, drop) for c in conds])
+
+    def aberrant(self, conds):
+        """The boots of conds that verdict.aberrant flags, as the fit of
+        their comparison has them (within blocks where blocked()):
+        Verdict.flagged's dicts."""
+        blocks = [self.blocks(c.name) if self.blocked(conds) else [0] * len(self.boots(c.name))
+                  for c in conds]
+        found = verdict.aberrant([self.counts(c.name) for c in conds], blocks)
+        out = []
+        for a in found:
+            b = self.boots(conds[a.condition].name)[a.boot]
+            out.append({"boot": b.dir, "condition": b.condition, "phase_seed": b.phase_seed,
+                        "failures": a.failures, "expected": a.expected,
+                        "residual": a.residual, "threshold": a.threshold})
+        return out
 
     @cached_property
     def spread(self):
@@ -238,11 +266,12 @@ class Results:
         those have no degree of freedom, and plans the next run."""
         return self.fit([c for c in self.doc.conditions if c.kind in REPLICATED])
 
-    def comparison_spread(self, conds):
-        """The spread a comparison of conds uses: their own boots', within
-        blocks; the pooled one, said so, where theirs has no degree of
-        freedom (one boot a condition, or no failure on one side)."""
-        own = self.fit(conds)
+    def comparison_spread(self, conds, drop=frozenset()):
+        """The spread a comparison of conds uses: their own boots' (less
+        those in drop), within blocks; the pooled one, said so, where
+        theirs has no degree of freedom (one boot a condition, or no
+        failure on one side)."""
+        own = self.fit(conds, drop)
         if own.df:
             return dataclasses.replace(own, source=f"(its own boots, within {self.within})")
         return dataclasses.replace(
@@ -361,12 +390,22 @@ class Results:
         window = doc.settings.window
         out = []
 
-        def pooled_over(conds):
-            return [x for c in conds for x in doc.counts(c.name)]
+        def pooled_over(conds, drop=frozenset()):
+            return [x for c in conds for x in self.counts(c.name, drop)]
 
-        def compare(a, b, names):
-            return verdict.compare(pooled_over(a), pooled_over(b), margin, names=names,
-                                   spread=self.comparison_spread(a + b))
+        def compare(a, b, names, cap=None):
+            def on(drop):
+                return verdict.compare(pooled_over(a, drop), pooled_over(b, drop), margin,
+                                       names=names, spread=self.comparison_spread(a + b, drop),
+                                       paired=self.paired, cap=cap)
+            v = on(frozenset())
+            # A decision one boot turns is no decision: where a boot is
+            # aberrant, the verdict must hold without it as well.
+            flagged = self.aberrant(a + b)
+            if not flagged:
+                return v
+            return verdict.with_and_without(v, on(frozenset(f["boot"] for f in flagged)),
+                                            flagged)
 
         primary = doc.select(kind="counting", window=window, singlestep=False)
         off = doc.select(kind="counting", window="off")
@@ -393,7 +432,9 @@ class Results:
                 out.append({"key": "flavour", "label": "/".join(names) +
                             (f" at width {first.width}" if aa else ""), "aa": bool(aa),
                             "width": first.width,
-                            "verdict": compare([second], [first], names), "expect": None})
+                            "verdict": compare([second], [first], names,
+                                               cap=doc.settings.max_aa_boots if aa else None),
+                            "expect": None})
         return out
 
     def _point(self, name, x, phi):

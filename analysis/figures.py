@@ -2,7 +2,8 @@
 (analysis/experiment.py's Results).  It leads with two: every
 comparison's ratio with its 90% and 95% intervals against 1 and the
 equivalence margin (a forest plot), and measured against predicted
-failures on log axes; a dose sweep adds its dose-response plots; a run
+failures on log axes; then each condition's boots one by one, aberrant
+ones marked; a dose sweep adds its dose-response plots; a run
 whose failures were walked by replay opens with one of them on the
 instruction count."""
 
@@ -14,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
-from analysis.experiment import DOSES, PER  # noqa: E402
+from analysis.experiment import DOSES, PER, REPLICATED  # noqa: E402
 from analysis.poisson import poisson_ci  # noqa: E402
 from analysis import walks  # noqa: E402
 
@@ -75,6 +76,48 @@ def forest(comparisons, margin, path):
     zoom.legend(loc="lower right", fontsize=8)
     fig.savefig(path)
     plt.close(fig)
+
+
+def per_boot(res, path):
+    """Each replicated condition's failures per million calls boot by boot
+    (x: the boot's number in its condition, the phase-seed pair it belongs
+    to on icount), its pooled rate with the 95% interval of its own spread
+    as a band, and the boots a verdict flagged as aberrant circled and
+    named.  Conditions without a failure have nothing to show and are
+    left out (said in the title).  False when no condition has one."""
+    rows = {r["condition"]: r for r in res.condition_rows}
+    conds = [c for c in res.doc.conditions if c.kind in REPLICATED and rows[c.name]["failures"]]
+    if not conds:
+        return False
+    flagged = {f["boot"] for c in res.comparisons for f in c["verdict"].flagged}
+    fig, axes = plt.subplots(len(conds), 1, figsize=(8, 1.2 + 1.5 * len(conds)), dpi=100,
+                             sharex=True, layout="constrained", squeeze=False)
+    for ax, c in zip(axes[:, 0], conds):
+        boots = res.doc.boots_of(c.name)
+        r = rows[c.name]
+        xs = np.arange(1, len(boots) + 1)
+        ys = [b.failures_total / b.calls * PER for b in boots]
+        ax.axhspan(*r["ci"], color="tab:blue", alpha=0.15)
+        ax.axhline(r["per_million"], color="tab:blue", lw=0.8)
+        ax.plot(xs, ys, "o", color="tab:blue", ms=4)
+        for x, y, b in zip(xs, ys, boots):
+            if b.dir in flagged:
+                ax.plot([x], [y], "o", mfc="none", mec="tab:red", ms=12, mew=2)
+                ax.annotate(f"{b.dir}: aberrant", (x, y), xytext=(8, -3),
+                            textcoords="offset points", fontsize=8, color="tab:red")
+        ax.set_title(c.name, loc="left", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.margins(y=0.25)
+    axes[-1, 0].set_xlabel("boot number in its condition (the phase-seed pair on icount)")
+    axes[-1, 0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    left = len([c for c in res.doc.conditions if c.kind in REPLICATED]) - len(conds)
+    fig.supylabel("failures per million calls", fontsize=9)
+    fig.suptitle("Boot by boot (band: the condition's pooled rate, 95% CI; red: flagged as "
+                 "aberrant)" + (f"\n{left} condition{'s' if left != 1 else ''} without a "
+                                "failure left out" if left else ""), fontsize=9)
+    fig.savefig(path)
+    plt.close(fig)
+    return True
 
 
 def predicted_measured(rows, check, margin, path):

@@ -18,7 +18,7 @@ def main():
     if args.sims < 100:
         ap.error("--sims: at least 100")
     rows = []
-    for scenario, (what, _) in calibration.SCENARIOS.items():
+    for scenario, (what, *_) in calibration.SCENARIOS.items():
         for ratio in calibration.RATIOS:
             t = calibration.run(scenario, ratio, args.sims)
             for _, _, _, key, share, goal in calibration.table([t])[1:]:

@@ -525,3 +525,35 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
         "3.20), 9 -> 12 boots a flavour" in line, line
     d.settings.plan_dispersion = dict(d.settings.plan_dispersion, estimate=None)
     assert "gave no spread to bound" in prose.plan_line(d)
+
+
+def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
+    """A demo's record built as the demo builds it (analysis/calibration.py's
+    Demo: pilot, plan, blinded look, the A/A's boots), its third unpatched
+    A/A boot at four times its mean, written as experiment.json and
+    reported: at a true ratio of 1.10, the margin's edge, that boot drew the
+    look's dispersion up to the cap and the pooled ratio towards 1, so on
+    every boot the A/A reads "equivalent"; without it, "differs".  The
+    verdict names the boot (its condition, its phase seed), says what held
+    with and without it, and declares neither; verdicts.json says the same,
+    and the report's per-boot figure is drawn."""
+    import numpy as np
+    from analysis import calibration
+    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(19))
+    assert demo.run(aberrant=(0, 3))["aberrant"] == (0, True)
+    (tmp_path / "experiment.json").write_text(json.dumps(demo.doc.to_json()))
+    lines = dict(report.write_experiment(tmp_path, documents.load(tmp_path)))
+    line = lines["flavour"]
+    assert "an aberrant boot flagged: unpatched-gcc49-w16-3 (unpatched-gcc49-w16, " \
+        "phase seed 3)" in line, line
+    assert "undecided: equivalent with this boot but not without it" in line, line
+    got = json.loads((tmp_path / "verdicts.json").read_text())
+    aa = next(c for c in got["comparisons"] if c["key"] == "flavour")
+    assert aa["kind"] == "undecided" and not aa["within_margin"]
+    assert [f["boot"] for f in aa["flagged"]] == ["unpatched-gcc49-w16-3"]
+    assert aa["flagged"][0]["failures"] > 3 * aa["flagged"][0]["expected"]
+    assert aa["without_flagged"]["kind"] == "differs"
+    # No other comparison's boot is flagged, and the figure shows the boots.
+    assert all(not c["flagged"] for c in got["comparisons"] if c["key"] != "flavour")
+    assert (tmp_path / "boots.png").stat().st_size > 0
+    assert "boots.png" in (tmp_path / "report.md").read_text()
