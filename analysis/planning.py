@@ -4,14 +4,16 @@ what each comparison should show, and with what power at the boots it gets.
 A pilot of PILOT_BOOTS boots a flavour (the A/A settings, phase seeds of
 its own, left out of the verdicts) gives failures a boot at the A/A width
 and a first spread: both flavours lumped, which is blind to their ratio
-and unbiased under an A/A.  The A/A boots are planned on an upper
-confidence bound of that dispersion (PLAN_CONF; pooled with a previous
-run's spread where --plan-from names one; never below Poisson), not on
-its point estimate: a pilot of four boots cannot tell 1 from 5.  Once
-both flavours have half their planned boots, the boots are re-estimated
-once, blind (the flavours lumped again, phase-seed pairs as blocks, as
-the verdict will estimate the spread), and the A/A runs to the new figure
-where it is more (never fewer than planned, never above the cap).  The
+and unbiased under an A/A.  The A/A boots are planned on a bound of that
+dispersion (PLAN_CONF, its median bound: a pilot of four boots cannot
+tell 1 from 5, and a high bound oversizes every plan; pooled with a
+previous run's spread where --plan-from names one; never below Poisson).
+Once both flavours have half their planned boots, the boots are
+re-estimated once, on the spread about a rate per flavour within
+phase-seed pairs (within_pairs: the verdict's own, with a real difference
+between the flavours not read as spread; only the dispersion is read, not
+the ratio), and the A/A runs to the new figure where it is more (never
+fewer than planned, never above the cap).  The
 A/A's power is that of "equivalent" itself, which excludes "differs":
 at a true ratio of 1 it approaches 95% as the df grow once the spread is
 above Poisson's (the 95% interval excludes 1 one time in twenty), so 95%
@@ -23,7 +25,8 @@ Boots come from the normal approximation averaged over the dispersion
 estimate's own distribution (verdict.boots_for_power); the power a plan
 prints is simulated, analysed as the run will be (calibration.power), at
 the planned dispersion and over DISPERSIONS, so a reader sees what a
-wider spread would leave of it.
+wider spread would leave of it; and, where the run's budget admits fewer
+boots than planned, at the boots it admits (budget_boots).
 """
 
 import math
@@ -34,8 +37,13 @@ from analysis import model
 from analysis import verdict
 
 PILOT_BOOTS = 2
-# The one-sided confidence of the dispersion bound the A/A is planned on.
-PLAN_CONF = 0.80
+# The one-sided confidence of the dispersion bound the A/A is planned on:
+# the estimate's median bound.  An 80% bound on the pilot's 3 df planned on
+# about three times the estimate and sent half the runs at dispersion 3 to
+# the cap of 40 where 17 boots suffice; a plan that reads the spread low is
+# made up at the look, which only adds boots (simulated at dispersion 3:
+# median 17 planned, 22 run, 12% at the cap, "equivalent" 92%).
+PLAN_CONF = 0.50
 # Dispersions the plan's power is shown at.
 DISPERSIONS = (1, 2, 5, 7, 10)
 
@@ -85,16 +93,22 @@ def needed(per_boot, phi, margin, power):
     return need[0] if need else None
 
 
-def blinded(a, b, blocks_a, blocks_b):
-    """The spread of the A/A boots so far with the flavours lumped (one
-    rate: blind to their ratio) and phase-seed pairs as blocks."""
-    return verdict.fit_blocked([a + b], [blocks_a + blocks_b])
+def within_pairs(a, b, blocks_a, blocks_b):
+    """The spread of the A/A boots so far about a rate per flavour, within
+    phase-seed pairs: the spread the verdict will use, with a real
+    difference between the flavours taken out rather than read as spread
+    (lumping the flavours into one rate did that, and sent a run at a true
+    ratio of 1.25 to the cap every time).  Only the dispersion is read: in
+    the log-linear model the residual spread is orthogonal to the ratio,
+    so sizing on it (an internal pilot, Wittes and Brittain's) tells the
+    look nothing of the ratio the verdict will test."""
+    return verdict.fit_blocked([a, b], [blocks_a, blocks_b])
 
 
 def reestimate(per_boot, fit, margin, power, cap, planned):
-    """The A/A boots a flavour after the blinded look: at the point estimate
-    of the look's own dispersion (within phase-seed pairs, as the verdict
-    will estimate it; the pilot's, without pairs, is another quantity), no
+    """The A/A boots a flavour after the look: at the point estimate of the
+    look's own dispersion (within phase-seed pairs, as the verdict will
+    estimate it; the pilot's, without pairs, is another quantity), no
     fewer than planned (a look that could shorten the run would stop it
     when its spread happened to read low, and the final intervals, which
     still hold those boots, would be too narrow: simulated, 7.6% false
@@ -123,14 +137,14 @@ def midpoint(planned):
 
 
 def look(a, b, blocks_a, blocks_b, margin, power, cap, planned, now=False):
-    """The blinded look, once both flavours' A/A boots a and b (with their
+    """The look, once both flavours' A/A boots a and b (with their
     blocks) reach midpoint(planned), or with now at what they have (the
     midpoint's boots were run, some lost): {at, phi, df, per_boot, before,
     boots}; None before then, or with fewer than two boots a flavour."""
     done = min(len(a), len(b))
     if done < midpoint(planned) and not (now and done >= 2):
         return None
-    fit = blinded(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
+    fit = within_pairs(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
     lumped = a[:done] + b[:done]
     per_boot = sum(k for k, _ in lumped) / len(lumped)
     boots, phi = reestimate(per_boot, fit, margin, power, cap, planned)

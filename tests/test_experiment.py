@@ -521,8 +521,8 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
     assert "at dispersion 2.10, the 80% upper bound of 0.70 on 3 df" in line, line
     assert "dispersion 7: 20% power at 9, 52 boots a flavour needed" in line, line
     assert "beyond 40 (--max-aa-boots) the run stops at the cap" in line, line
-    assert "re-estimated blind at 5 boots a flavour (the flavours lumped: dispersion " \
-        "3.20), 9 -> 12 boots a flavour" in line, line
+    assert "re-estimated at 5 boots a flavour (dispersion 3.20 about a rate per flavour, " \
+        "within phase-seed pairs), 9 -> 12 boots a flavour" in line, line
     d.settings.plan_dispersion = dict(d.settings.plan_dispersion, estimate=None)
     assert "gave no spread to bound" in prose.plan_line(d)
 

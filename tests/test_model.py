@@ -97,14 +97,16 @@ def test_equivalence_cannot_be_planned_above_its_ceiling():
 
 
 def test_the_plan_bounds_the_pilots_dispersion_from_above():
-    """A pilot of four boots that look Poisson still plans on a wider
-    spread (its 80% upper bound), a wide one on many more boots; the
-    blinded look plans on the point estimate, never below the plan: more
-    when the spread turns out wider."""
-    steady = [(500, 1), (520, 1), (480, 1), (510, 1)]
+    """A pilot of four boots plans on its dispersion's median bound, wider
+    than the estimate (X / chi-square's median on 3 df, 2.37), a wide one
+    on many more boots; the look plans on the point estimate within pairs
+    about a rate per flavour, never below the plan: more when the spread
+    turns out wider, and not for a true difference between the flavours."""
+    steady = [(500, 1), (540, 1), (470, 1), (520, 1)]
     plan, fit = planning.plan_aa(steady, None, 0.10, 0.90, 40)
-    assert fit.df == 3 and plan["phi"] > max(fit.phi, 1) and plan["conf"] == 0.80
-    assert plan["boots"] > planning.aa_boots(502.5, 1.0, 0.10, 0.90, 40)
+    assert fit.df == 3 and plan["conf"] == 0.50
+    assert plan["phi"] == pytest.approx(fit.chi2 / 2.366, rel=1e-3) and plan["phi"] > fit.phi
+    assert plan["boots"] > planning.aa_boots(507.5, fit.phi, 0.10, 0.90, 40)
     wide = [(500, 1), (620, 1), (400, 1), (560, 1)]
     assert planning.plan_aa(wide, None, 0.10, 0.90, 40)[0]["boots"] > plan["boots"]
     half = (plan["boots"] + 1) // 2
@@ -118,6 +120,10 @@ def test_the_plan_bounds_the_pilots_dispersion_from_above():
     wider = [(500 + (i % 2) * 140, 1) for i in range(half)]
     again = planning.look(wider, b, labels, labels, 0.10, 0.90, 40, plan["boots"])
     assert again["boots"] > plan["boots"] and again["phi"] > 2
+    # A quarter more failures in one flavour, boot for boot: no spread.
+    higher = [(round(k * 1.25), n) for k, n in b]
+    again = planning.look(a, higher, labels, labels, 0.10, 0.90, 40, plan["boots"])
+    assert again["phi"] == 1 and again["boots"] == plan["boots"]
 
 
 def test_unclamped_dispersion_tells_phase_lock_from_poisson():

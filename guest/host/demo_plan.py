@@ -25,7 +25,7 @@ def tried(doc, c):
 class Plan:
     """How many boots each condition gets: fixed before the first counting
     boot (from the pilot where there is one, analysis/planning.py), the
-    A/A's re-estimated once, blind; kept in the record's settings (plan,
+    A/A's re-estimated once, on the spread within pairs; kept in the record's settings (plan,
     aa_boots, plan_*)."""
 
     def __init__(self, args, doc, top):
@@ -125,7 +125,7 @@ class Plan:
 
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
-        boots re-estimated blind (planning.reestimate)."""
+        boots re-estimated (planning.look)."""
         aa = [c for c in self.doc.conditions if c.kind == "aa"]
         s = self.settings
         if s.plan_reestimated is not None or len(aa) != 2 or s.aa_boots is None:
@@ -143,8 +143,9 @@ class Plan:
         s.plan_reestimated = again
         self.set_aa(again["boots"])
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
-        print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
-              f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
+        print(f"demo: the A/A boots re-estimated at {done} a flavour: dispersion "
+              f"{phi:.2f} (a rate per flavour, within phase-seed pairs, {df} df; the "
+              f"ratio not read), "
               f"{before} -> {s.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
@@ -192,7 +193,7 @@ class Plan:
                 text += (". The A/A's power if the spread is wider: "
                          + planning.describe_range(s.plan_power_range, s.aa_boots,
                                                    a.max_aa_boots)
-                         + f". Re-estimated once, blind, when both flavours have "
+                         + f". Re-estimated once (the spread within pairs) when both flavours have "
                          f"{planning.midpoint(s.aa_boots)} boots")
         return text
 

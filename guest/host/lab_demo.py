@@ -6,7 +6,7 @@ Conditions are run as many short boots (replicates), interleaved in
 rounds whose order is shuffled with a recorded seed, --jobs at a time on
 this machine or as Slurm job arrays (--engine slurm: guest/host/
 bootrunner.py, docs/slurm.md); rounds are handed out in batches that end
-where the plan can change (after the pilot, at the A/A's blinded look).
+where the plan can change (after the pilot, at the A/A's look).
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
@@ -181,7 +181,7 @@ class Experiment:
     def batch(self, rng):
         """The boots to run before the plan can change again, as rounds
         (one boot of every condition still short, in an order shuffled
-        with rng): the whole pilot; else rounds until the A/A's blinded
+        with rng): the whole pilot; else rounds until the A/A's
         look (both flavours at its midpoint) or the plan's end, as many as
         the budget's projection admits (the first counting round always
         runs; a batch the projection stopped is followed by another, planned
