@@ -137,19 +137,27 @@ def midpoint(planned):
 
 
 def look(a, b, blocks_a, blocks_b, margin, power, cap, planned, now=False):
-    """The look, once both flavours' A/A boots a and b (with their
-    blocks) reach midpoint(planned), or with now at what they have (the
-    midpoint's boots were run, some lost): {at, phi, df, per_boot, before,
-    boots}; None before then, or with fewer than two boots a flavour."""
+    """The look, once both flavours' A/A boots a and b (with their blocks)
+    reach midpoint(planned), or with now at what they have (the midpoint's
+    boots were run, some lost): {at, phi, df, per_boot, before, boots,
+    aberrant}; None before then, or with fewer than two boots a flavour.
+    Boots verdict.aberrant flags are left out (aberrant: how many): the
+    verdict is decided without them as well, and one wild boot read as
+    spread sent the plan to the cap."""
     done = min(len(a), len(b))
     if done < midpoint(planned) and not (now and done >= 2):
         return None
-    fit = within_pairs(a[:done], b[:done], blocks_a[:done], blocks_b[:done])
-    lumped = a[:done] + b[:done]
+    a, b, blocks_a, blocks_b = a[:done], b[:done], blocks_a[:done], blocks_b[:done]
+    flagged = {(x.condition, x.boot) for x in verdict.aberrant([a, b], [blocks_a, blocks_b])}
+
+    def kept(side, items):
+        return [x for i, x in enumerate(items) if (side, i) not in flagged]
+    fit = within_pairs(kept(0, a), kept(1, b), kept(0, blocks_a), kept(1, blocks_b))
+    lumped = kept(0, a) + kept(1, b)
     per_boot = sum(k for k, _ in lumped) / len(lumped)
     boots, phi = reestimate(per_boot, fit, margin, power, cap, planned)
     return {"at": done, "phi": phi, "df": fit.df, "per_boot": per_boot, "before": planned,
-            "boots": boots}
+            "boots": boots, "aberrant": len(flagged)}
 
 
 def predicted_per_boot(cond, pilot_boots, shift, loop_insns):
