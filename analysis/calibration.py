@@ -193,7 +193,7 @@ class Demo:
                 clock="icount", shift=SHIFT, margin=margin, smp=1,
                 window=design.primary_window("icount"), loop_instructions=LOOP_INSNS,
                 boots=BOOTS, boot_seconds=30, record_seconds=0, sample_hz=0,
-                workload="inode-loop"))
+                workload="inode-loop", max_aa_boots=MAX_BOOTS))
 
     def seed_factor(self, label, n):
         """The shared factor of the n-th seed of label (drawn once)."""

@@ -131,6 +131,15 @@ def plan_aa(pilot, prior, margin, power, cap):
             "per_boot": per_boot}, fit
 
 
+def budget_boots(seconds_left, jobs, other_seconds, round_seconds):
+    """A/A boots a flavour a budget admits: its seconds left, jobs at once,
+    less the wall seconds the rest of the plan takes, over a round of the
+    A/A (a boot of each flavour); never below 0."""
+    if round_seconds <= 0:
+        return None
+    return max(0, int((seconds_left * jobs - other_seconds) // round_seconds))
+
+
 def midpoint(planned):
     """A/A boots a flavour at which the blinded look comes."""
     return math.ceil(planned / 2)
@@ -174,9 +183,12 @@ def describe(comparison):
     means = " against ".join(f"{m:.3g}" for m in c["per_boot"])
     ratio = f", ratio {c['ratio']:.3g}" if c["ratio"] is not None and \
         math.isfinite(c["ratio"]) else ""
+    budget = c.get("budget")
+    short = (f"; the budget admits about {budget['boots']} a condition: "
+             f"{budget['power'] * 100:.0f}% power there" if budget else "")
     return (f"{c['what']}: {c['boots']} boots a condition, {means} failures a boot "
             f"({c['source']}{ratio}), {c['power'] * 100:.1f}% power to find it "
-            f"\"{c['verdict']}\"")
+            f"\"{c['verdict']}\"{short}")
 
 
 def describe_range(rows, boots, cap):

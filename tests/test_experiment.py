@@ -529,18 +529,20 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
 
 def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
     """A demo's record built as the demo builds it (analysis/calibration.py's
-    Demo: pilot, plan, blinded look, the A/A's boots), its third unpatched
-    A/A boot at four times its mean, written as experiment.json and
-    reported: at a true ratio of 1.10, the margin's edge, that boot drew the
-    look's dispersion up to the cap and the pooled ratio towards 1, so on
-    every boot the A/A reads "equivalent"; without it, "differs".  The
-    verdict names the boot (its condition, its phase seed), says what held
-    with and without it, and declares neither; verdicts.json says the same,
-    and the report's per-boot figure is drawn."""
+    Demo: pilot, plan, look, the A/A's boots), its third unpatched A/A boot
+    at four times its mean, written as experiment.json and reported.  At a
+    true ratio of 1.10, the margin's edge, the look at four pairs could not
+    yet single that boot out and read it as spread, which took the run to
+    the cap of 40, and the boot pulls the pooled ratio towards 1: on every
+    boot the A/A reads "equivalent"; without it, "differs".  The verdict
+    names the boot (its condition, its phase seed), says what held with and
+    without it, and declares neither; verdicts.json says the same, and the
+    report's per-boot figure is drawn."""
     import numpy as np
     from analysis import calibration
-    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(19))
-    assert demo.run(aberrant=(0, 3))["aberrant"] == (0, True)
+    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(78))
+    plan = demo.run(aberrant=(0, 3))
+    assert plan["aberrant"] == (0, True) and plan["run"] == 40, plan
     (tmp_path / "experiment.json").write_text(json.dumps(demo.doc.to_json()))
     lines = dict(report.write_experiment(tmp_path, documents.load(tmp_path)))
     line = lines["flavour"]

@@ -186,3 +186,18 @@ def test_the_hardware_extrapolation():
     assert lam == 250 and mtbf == pytest.approx(1 / (50 * 250 * 0.5e-9))
     assert decide == pytest.approx(2862 * mtbf)
     assert model.duration(mtbf) == "1.85 days" and model.duration(30) == "30 s"
+
+
+def test_the_budget_states_the_power_of_the_run_it_admits():
+    """Ten minutes left on two jobs, 300 s of other boots still to run and
+    an A/A round of 60 s: (1,200 - 300) / 60 = 15 boots a flavour; nothing
+    left, none.  A plan whose A/A the budget cuts says what it admits and
+    the power there beside the power planned."""
+    assert planning.budget_boots(600, 2, 300, 60) == 15
+    assert planning.budget_boots(100, 2, 300, 60) == 0
+    line = planning.describe({"what": "unpatched/patched at width 16", "boots": 21,
+                              "per_boot": [530.0, 530.0], "ratio": 1.0,
+                              "source": "the pilot's, measured", "verdict": "equivalent",
+                              "power": 0.91, "budget": {"boots": 12, "power": 0.62}})
+    assert line.endswith("91.0% power to find it \"equivalent\"; the budget admits about 12 "
+                         "a condition: 62% power there"), line

@@ -102,6 +102,18 @@ class Plan:
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
                 "verdict": want, "phi": spread, "power": got[0] if want == "differs" else got[1]})
 
+    def budget(self, admitted):
+        """Where the budget admits fewer A/A boots a flavour than planned
+        (admitted: planning.budget_boots at the times the boots so far
+        took), the A/A's power at what it admits, kept beside the plan's
+        (plan_comparisons' "budget")."""
+        for p in self.settings.plan_comparisons or []:
+            if p["verdict"] == "equivalent" and admitted is not None and \
+                    admitted < p["boots"]:
+                power = calibration.power(*p["per_boot"], admitted, p["phi"], self.args.margin,
+                                          self.args.seed)[1] if admitted >= 2 else 0.0
+                p["budget"] = {"boots": admitted, "power": power}
+
     def power_got(self):
         """Where a comparison got fewer boots than planned (boots lost on
         every attempt, or the budget): its power, as the plan computed it,

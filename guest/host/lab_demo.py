@@ -266,7 +266,10 @@ class Experiment:
         self.save()
         if failed:
             die(f"{failed[0]}; everything recorded so far is in {self.top}")
+        fixed = self.settings.plan_comparisons is not None
         self.plan.from_pilot()
+        if not fixed and self.settings.plan_comparisons is not None:
+            self.plan.budget(self.aa_admitted())
         self.plan.reestimate()
         self.save()
 
@@ -299,6 +302,20 @@ class Experiment:
 
     def elapsed(self):
         return time.monotonic() - self.started
+
+    def aa_admitted(self):
+        """A/A boots a flavour the budget admits once the plan is fixed: the
+        seconds left at the jobs the engine runs, less every other planned
+        boot still to run, over an A/A round, each boot at the wall time
+        estimate() projects (planning.budget_boots)."""
+        aa = [c for c in self.conds if c.kind == "aa"]
+        if not aa:
+            return None
+        other = sum(self.estimate(c) * max(0, self.plan.planned(c) - tried(self.doc, c))
+                    for c in self.conds if c.kind not in ("aa", "pilot"))
+        return planning.budget_boots(self.args.budget * 60 - self.elapsed(),
+                                     self.settings.jobs or 1, other,
+                                     sum(self.estimate(c) for c in aa))
 
 
 def number(due, have):
