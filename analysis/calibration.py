@@ -176,14 +176,16 @@ class Demo:
     budget: the A/A boots a flavour the run's budget admits (None: no cut),
     as the demo's budget cuts whole rounds; lost: the chance that a boot is
     lost on every attempt (kept in the record's missing, as the demo keeps
-    it)."""
+    it); bias: every boot's mean over the model's prediction (a model off
+    by that much, for the power of its check)."""
 
-    def __init__(self, scenario, aa_ratio, rng, margin=MARGIN, budget=None, lost=0.0):
+    def __init__(self, scenario, aa_ratio, rng, margin=MARGIN, budget=None, lost=0.0,
+                 bias=1.0):
         self.draw = SCENARIOS[scenario][1]
         self.scenario = scenario
         self.aberrant = None    # (condition, n) of the aberrant boot
         self.rng, self.aa_ratio, self.margin = rng, aa_ratio, margin
-        self.budget, self.lost = budget, lost
+        self.budget, self.lost, self.bias = budget, lost, bias
         self.conds = design.conditions(FLAVOURS, "icount", AA_WIDTH, recorded=False,
                                        controls=False)
         self.seeds = {}
@@ -203,7 +205,8 @@ class Demo:
 
     def boot(self, c, n):
         calls = int(CALLS * self.rng.uniform(0.92, 1.0))
-        mean = calls * model.per_call(c.window, c.width, INTERRUPTS, SHIFT, LOOP_INSNS)
+        mean = self.bias * calls * model.per_call(c.window, c.width, INTERRUPTS, SHIFT,
+                                                  LOOP_INSNS)
         if c.kind == "aa" and c.flavour == FLAVOURS[1]:
             mean *= self.aa_ratio
         if (c.name, n) == self.aberrant:
@@ -333,6 +336,8 @@ def analyse(doc, aa_ratio, tally, aberrant=None):
             _covers(tally, f"{key}: {WITHOUT}", v.without or v, truth)
         if math.isfinite(truth):
             _covers(tally, key, v, truth)
+        if c.get("model"):
+            tally.add("control against the model false differs", c["model"]["kind"] == "differs")
         if truth == 1:
             tally.add(f"{key} false differs", v.kind == "differs")
         if not math.isfinite(truth) or truth >= 1 + margin + 0.1:
@@ -379,6 +384,23 @@ def run(scenario, aa_ratio, sims=SIMS, seed=0, budget=BUDGET_BOOTS, lost=LOST):
                                                  LOOP_INSNS)
         tally.needed = planning.needed(per_boot, phi, MARGIN, PLAN_POWER)
     return tally
+
+
+def model_power(scenario, bias, sims=SIMS, seed=0):
+    """The power of the model check against a model off by bias (every
+    boot's mean that many times the prediction) over sims demos at a true
+    A/A ratio of 1: {measure: (hits, n)}, the goodness of fit's p below 5%
+    and each W group's "differs"."""
+    rng = np.random.default_rng([seed, list(SCENARIOS).index(scenario), int(bias * 1000)])
+    tally = Tally(scenario, 1.0)
+    for _ in range(sims):
+        demo = Demo(scenario, 1.0, rng, budget=BUDGET_BOOTS, lost=LOST, bias=bias)
+        demo.run()
+        check = experiment.Results(demo.doc).model_check
+        tally.add("goodness of fit p < 0.05", check["p"] < 0.05)
+        for g in check["by_w"]:
+            tally.add(f"W={g['W']} disagrees", g["kind"] == "differs")
+    return tally.counts
 
 
 def mc_se(p, n):

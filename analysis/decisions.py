@@ -28,10 +28,11 @@ def verdicts(res):
             out.append(Verdict("window", f"the emulated window and the failures: {v.text}"))
         elif c["key"] == "control":
             expect = ""
-            if c["expect"] is not None:
-                inside = v.ci95[0] <= c["expect"] <= v.ci95[1]
-                expect = (f"; the model predicts {c['expect']:.2f}, "
-                          f"{'inside' if inside else 'OUTSIDE'} the 95% interval")
+            if c["model"]:
+                m = c["model"]
+                expect = (f"; the model predicts {c['expect']:.2f}: measured/predicted "
+                          f"{m['ratio']:.3g} (90% CI {interval(*m['ci90'])}, 95% CI "
+                          f"{interval(*m['ci95'])}): {MODEL_WORDS[m['kind']]}")
             out.append(Verdict("control", f"positive control (a known difference: the loop of "
                                           f"{c['label'].split('/')[0]} against the listing's "
                                           f"window): {v.text}{expect}"))
@@ -85,13 +86,17 @@ def verdicts(res):
     return out
 
 
+# How a check against the model (experiment.agreement) reads.
+MODEL_WORDS = {"differs": "disagrees with the model",
+               "agrees": f"agrees within +-{MODEL_MARGIN * 100:.0f}%",
+               "undecided": f"undecided within +-{MODEL_MARGIN * 100:.0f}%"}
+
+
 def model_line(check):
     """How the model did over every windowed condition (experiment.model_fit):
     its goodness of fit, and measured / predicted by W against 1 within
     MODEL_MARGIN."""
-    band = f"+-{MODEL_MARGIN * 100:.0f}%"
-    words = {"differs": "differs from the model",
-             "agrees": f"agrees within {band}", "undecided": f"undecided within {band}"}
+    words = MODEL_WORDS
     per_w = "; ".join(
         f"W = {g['W']} ({', '.join(g['conditions'])}): {g['measured']} against "
         f"{g['predicted']:.1f}, measured/predicted {g['ratio']:.3g} (95% CI "

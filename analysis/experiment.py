@@ -54,6 +54,17 @@ DOSES = {
 
 
 
+def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
+    """Measured against predicted (a ratio of the two, its intervals) as
+    two one-sided tests: "agrees" within +-margin when the 90% interval
+    lies inside 1/(1+margin)..1+margin, and the spread was estimated (never
+    on 0 df); "differs" when the 95% interval excludes 1; else "undecided".
+    An interval that merely holds the prediction agrees with nothing."""
+    inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
+    return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
+            "agrees" if inside else "undecided")
+
+
 def is_control(c):
     """The block-boundary controls: gcc49-exact on the host clock, where
     only -singlestep lets an interrupt land in its window."""
@@ -97,7 +108,8 @@ def dispersion_from(run_dir):
 
 def fit_line(points):
     """Weighted least squares y = intercept + slope * x over points (x, y,
-    var, k, n), weights from each point's variance.  With more than two
+    var, k, n, ci, phi), weights from each point's variance (its own
+    dispersion's: ci is its 95% interval, phi that dispersion).  With more than two
     points the residual scatter, where it exceeds what the variances
     allow, widens the intervals, and t on n - 2 degrees of freedom carries
     its uncertainty; the trend test is whether the slope's 95% interval
@@ -120,7 +132,7 @@ def fit_line(points):
     ybar = sy / sw
     r2 = 1 - chi2 / float(np.sum(w * (y - ybar) ** 2)) if np.any(y != ybar) else math.nan
     return {"points": [{"x": float(p[0]), "per_million": p[1], "failures": p[3],
-                        "calls": p[4], "residual": float(r)}
+                        "calls": p[4], "ci": p[5], "phi": p[6], "residual": float(r)}
                        for p, r in zip(points, resid)],
             "slope": slope, "slope_ci": (slope - q * se_slope, slope + q * se_slope),
             "intercept": intercept,
@@ -173,11 +185,7 @@ def model_fit(rows):
         rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
         ratio, ci95 = model.ratio_to_model(k, pred, phi, fit.level(0.95), rel)
         _, ci90 = model.ratio_to_model(k, pred, phi, fit.level(0.90), rel)
-        # As verdicts: agreement is a claim about the spread too, never on 0 df.
-        inside = bool(fit.df) and 1 / (1 + MODEL_MARGIN) <= ci90[0] and \
-            ci90[1] <= 1 + MODEL_MARGIN
-        kind = ("differs" if ci95[0] > 1 or ci95[1] < 1 else
-                "agrees" if inside else "undecided")
+        kind = agreement(ci95, ci90, fit.df)
         t = (k - pred) / math.sqrt(phi * pred + pred ** 2 * rel)
         z = float(stats.norm.isf(stats.t.sf(t, fit.df))) if fit.df else t
         chi2 += min(z * z, 1e6)
@@ -420,9 +428,17 @@ class Results:
             pa, pb = predicted.get(c.name), predicted.get(ref.name)
             want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"]) \
                 if pa and pb and pb["predicted"] > 0 else None
+            v = compare([c], [ref], (f"width {c.width}", window))
+            # The control against the model's ratio, as the model check
+            # tests the model (the prediction's own error, from counted
+            # ticks, is a fraction of a per cent and left out).
+            model_vs = None
+            if want:
+                ci95, ci90 = (tuple(x / want for x in ci) for ci in (v.ci95, v.ci90))
+                model_vs = {"ratio": v.ratio / want, "ci95": ci95, "ci90": ci90,
+                            "kind": agreement(ci95, ci90, v.df)}
             out.append({"key": "control", "label": f"width {c.width}/{window}",
-                        "verdict": compare([c], [ref], (f"width {c.width}", window)),
-                        "expect": want})
+                        "verdict": v, "expect": want, "model": model_vs})
         aa = doc.select(kind="aa")
         flav = aa if len(aa) == 2 else primary
         if len(flav) == 2:
@@ -437,11 +453,16 @@ class Results:
                             "expect": None})
         return out
 
-    def _point(self, name, x, phi):
-        """(x, failures per 1M calls, its variance, failures, calls) of a
-        condition's pooled boots."""
+    def _point(self, name, x):
+        """(x, failures per 1M calls, its variance, failures, calls, its 95%
+        interval, dispersion) of a condition's pooled boots, with the
+        condition's own dispersion (the pooled one where its boots give
+        none), as the conditions table has it: points whose boots spread
+        more weigh less and show wider bars."""
+        row = next(r for r in self.condition_rows if r["condition"] == name)
         k, n = verdict.pooled(self.doc.counts(name))
-        return (x, k / n * PER, phi * max(k, 1) / n ** 2 * PER ** 2, k, n)
+        return (x, k / n * PER, row["phi"] * max(k, 1) / n ** 2 * PER ** 2, k, n, row["ci"],
+                row["phi"])
 
     def dose(self, which):
         """Failures per million calls against a dose (DOSES) on the sweep's
@@ -451,13 +472,12 @@ class Results:
         boots, "rate" the measured interrupt rate of the rate boots (in
         thousands per second).  None without two points."""
         doc = self.doc
-        phi = self.spread.scale()
         if which == "width":
             sweep = doc.select(kind="dose")
             if not sweep:
                 return None
             flavour = sweep[0].flavour
-            points = [self._point(c.name, c.width, phi)
+            points = [self._point(c.name, c.width)
                       for c in doc.select(flavour=flavour, window="gcc49", singlestep=False)
                       if c.kind in ("counting", "dose", "control")
                       and doc.boots_of(c.name)]
@@ -471,7 +491,7 @@ class Results:
                 boots = doc.boots_of(c.name)
                 seconds = sum(b.guest_seconds for b in boots)
                 x = sum(b.arrivals_per_s * b.guest_seconds for b in boots) / seconds
-                points.append(self._point(c.name, x / 1000, phi))
+                points.append(self._point(c.name, x / 1000))
         if len(points) < 2:
             return None
         fit = fit_line(points)

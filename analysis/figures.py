@@ -16,7 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
 from analysis.experiment import DOSES, PER, REPLICATED  # noqa: E402
-from analysis.poisson import poisson_ci  # noqa: E402
 from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
@@ -175,20 +174,17 @@ def predicted_measured(rows, check, margin, path):
 
 def dose_plot(d, path):
     """d: one of Results.doses.  Above, failures per million calls at each
-    dose with their Poisson intervals and the weighted line; below, the
-    residuals."""
+    dose with the 95% interval of its own dispersion (the one its weight in
+    the fit comes from) and the weighted line; below, the residuals."""
     how = DOSES[d["dose"]]
     fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 6), dpi=100, sharex=True,
                                   height_ratios=(3, 1), layout="constrained")
     xs = [p["x"] for p in d["points"]]
     ys = [p["per_million"] for p in d["points"]]
-    err = []
-    for p in d["points"]:
-        lo, hi = poisson_ci(p["failures"])
-        err.append((p["per_million"] - lo / p["calls"] * PER,
-                    hi / p["calls"] * PER - p["per_million"]))
+    err = [(p["per_million"] - p["ci"][0], p["ci"][1] - p["per_million"])
+           for p in d["points"]]
     ax.errorbar(xs, ys, yerr=np.array(err).T, fmt="o", capsize=3,
-                label="failures per 1M calls (Poisson 95% CI)")
+                label="failures per 1M calls (95% CI of its own dispersion)")
     grid = np.linspace(0, max(xs) * 1.05, 50)
     ax.plot(grid, d["intercept"] + d["slope"] * grid, "-",
             label=f"weighted fit: slope {d['slope']:.3g} per {how['unit']}, intercept "

@@ -112,6 +112,14 @@ def test_dose_fit_has_an_intercept_and_a_trend_test():
     assert fit["slope_ci"][0] < 0 < fit["slope_ci"][1]
     line = dict(decisions.verdicts(Results(doc(flat, conds))))["dose"]
     assert line.startswith("failures per 1M calls shows no decided trend against the window")
+    # Each point with its own dispersion: a width whose boots spread widely
+    # gets the wider interval, and less weight, than a steady one.
+    wide = balanced([10, 10], [10, 10])
+    for w, ks in ((2, (20, 21, 19)), (4, (10, 70, 40)), (8, (80, 81, 79))):
+        wide += [boot(f"unpatched-gcc49-w{w}", i, k, M, i) for i, k in enumerate(ks, 1)]
+    points = {p["x"]: p for p in Results(doc(wide, conds)).dose("width")["points"]}
+    assert points[4]["phi"] > 10 and points[2]["phi"] == 1
+    assert points[4]["ci"][1] - points[4]["ci"][0] > 3 * (points[8]["ci"][1] - points[8]["ci"][0])
 
 
 def test_rate_dose_uses_the_measured_arrival_rate():
@@ -559,3 +567,30 @@ def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
     assert all(not c["flagged"] for c in got["comparisons"] if c["key"] != "flavour")
     assert (tmp_path / "boots.png").stat().st_size > 0
     assert "boots.png" in (tmp_path / "report.md").read_text()
+
+
+def test_the_control_is_tested_against_the_models_ratio():
+    """Width 1 (W = 3) against the listing (W = 1), 48e-6 against 16e-6 a
+    call, six paired boots of 10 million calls: on the model, measured /
+    predicted agrees within +-10% (two one-sided tests of the ratio
+    against 3); 30% above it disagrees; with a tenth of the calls the
+    interval still holds 1 but is too wide to agree, and says undecided."""
+    conds = [cond("unpatched-gcc49-exact", "unpatched", "gcc49-exact", "counting"),
+             cond("unpatched-off", "unpatched", "off", "counting"),
+             cond("unpatched-gcc49", "unpatched", "gcc49", "control")]
+
+    def line(scale, calls):
+        boots = []
+        for n in range(1, 7):
+            jitter = (n % 3 - 1) * 0.02
+            for name, per_call in (("unpatched-gcc49-exact", 16e-6),
+                                   ("unpatched-gcc49", 48e-6 * scale)):
+                boots.append(icount_boot(name, n, round(per_call * calls * (1 + jitter)),
+                                         calls))
+            boots.append(icount_boot("unpatched-off", n, 0, calls))
+        res = Results(doc(boots, conds, shift=4, window="gcc49-exact", margin=0.10))
+        return dict(decisions.verdicts(res))["control"]
+    assert line(1.0, 10 * M).endswith("agrees within +-10%"), line(1.0, 10 * M)
+    assert "the model predicts 3.00: measured/predicted 1 (90% CI " in line(1.0, 10 * M)
+    assert line(1.3, 10 * M).endswith("disagrees with the model"), line(1.3, 10 * M)
+    assert line(1.0, M).endswith("undecided within +-10%"), line(1.0, M)
