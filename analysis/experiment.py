@@ -391,8 +391,12 @@ class Results:
     @cached_property
     def comparisons(self):
         """The experiment's comparisons, each with its own spread
-        (comparison_spread): [{key, label, verdict, expect}], expect the
-        model's ratio where the model predicts one (the positive control)."""
+        (comparison_spread): [{key, label, verdict, expect, asks, boots}],
+        expect the model's ratio where the model predicts one (the positive
+        control; then expect_ci, its own 95% interval from the counted
+        ticks, and model, the control's ratio against it), asks the verdict
+        the comparison is there for ("differs" or "equivalent"), boots each
+        side's."""
         doc = self.doc
         margin = doc.settings.margin
         window = doc.settings.window
@@ -418,7 +422,8 @@ class Results:
         primary = doc.select(kind="counting", window=window, singlestep=False)
         off = doc.select(kind="counting", window="off")
         if pooled_over(primary) and pooled_over(off):
-            out.append({"key": "window", "label": f"{window}/off",
+            out.append({"key": "window", "label": f"{window}/off", "asks": "differs",
+                        "boots": (len(pooled_over(primary)), len(pooled_over(off))),
                         "verdict": compare(primary, off, (window, "off")), "expect": None})
         predicted = {r["condition"]: r for r in self.model_rows}
         for c in doc.select(kind="control"):
@@ -432,13 +437,19 @@ class Results:
             # The control against the model's ratio, as the model check
             # tests the model (the prediction's own error, from counted
             # ticks, is a fraction of a per cent and left out).
-            model_vs = None
+            model_vs = want_ci = None
             if want:
+                # A ratio of two Poisson tick counts' rates, on the log scale.
+                s = math.sqrt(1 / pa["timer"] + 1 / pb["timer"])
+                want_ci = (want * math.exp(-verdict.Z95 * s), want * math.exp(verdict.Z95 * s))
                 ci95, ci90 = (tuple(x / want for x in ci) for ci in (v.ci95, v.ci90))
                 model_vs = {"ratio": v.ratio / want, "ci95": ci95, "ci90": ci90,
                             "kind": agreement(ci95, ci90, v.df)}
             out.append({"key": "control", "label": f"width {c.width}/{window}",
-                        "verdict": v, "expect": want, "model": model_vs})
+                        "asks": "differs", "boots": (len(doc.boots_of(c.name)),
+                                                     len(doc.boots_of(ref.name))),
+                        "verdict": v, "expect": want, "expect_ci": want_ci,
+                        "model": model_vs})
         aa = doc.select(kind="aa")
         flav = aa if len(aa) == 2 else primary
         if len(flav) == 2:
@@ -447,6 +458,8 @@ class Results:
                 names = (second.flavour, first.flavour)
                 out.append({"key": "flavour", "label": "/".join(names) +
                             (f" at width {first.width}" if aa else ""), "aa": bool(aa),
+                            "asks": "equivalent", "boots": (len(doc.boots_of(second.name)),
+                                                            len(doc.boots_of(first.name))),
                             "width": first.width,
                             "verdict": compare([second], [first], names,
                                                cap=doc.settings.max_aa_boots if aa else None),
