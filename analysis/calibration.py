@@ -15,12 +15,12 @@ the margin's edge, well outside).  Failures are then drawn by a SCENARIO:
 Poisson; negative binomial of dispersion 3 or 5; a dispersion that grows
 with the mean; a phase seed's effect shared by every boot of that seed (a
 pair's two flavours alike) or one of each boot's own; and dispersion 1,
-3 or 5 with one A/A boot at ABERRANT times its condition's mean, in a
+3 or 5 with one A/A boot at four times its condition's mean (ABERRANT), in a
 flavour and at a boot drawn when the plan is fixed (so the look may see
 it), its measures tallied by the flavour that holds it.  The run meets
-the demo's limits: the budget admits BUDGET_BOOTS A/A boots a flavour
-(against a cap of MAX_BOOTS), and a boot is lost on every attempt with
-chance LOST.  Low counts come with the design (the window and control
+the demo's limits: the budget admits 30 A/A boots a flavour
+(BUDGET_BOOTS; the cap is 40, MAX_BOOTS), and a boot is lost on every
+attempt with chance 2% (LOST).  Low counts come with the design (the window and control
 comparisons' 4 boots of 16-50 failures).  Beside the demo's comparisons,
 the listing's window in the two flavours is compared too: a null
 comparison at about 16 failures a boot and 4 boots, the design of the
