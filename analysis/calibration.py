@@ -207,7 +207,9 @@ class Demo:
         calls = int(CALLS * self.rng.uniform(0.92, 1.0))
         mean = self.bias * calls * model.per_call(c.window, c.width, INTERRUPTS, SHIFT,
                                                   LOOP_INSNS)
-        if c.kind == "aa" and c.flavour == FLAVOURS[1]:
+        # The pilot is the A/A's settings, so a true difference shows in it
+        # as well, where the plan must not read it as spread.
+        if c.kind in ("pilot", "aa") and c.flavour == FLAVOURS[1]:
             mean *= self.aa_ratio
         if (c.name, n) == self.aberrant:
             mean *= ABERRANT
@@ -231,7 +233,7 @@ class Demo:
 
     def run(self, power=PLAN_POWER, cap=MAX_BOOTS, aberrant=None):
         """The demo's order: pilot, plan, counting boots, A/A to the
-        midpoint, the blinded look (with the boots there are once the
+        midpoint, the look (with the boots there are once the
         midpoint's have run, some perhaps lost), the rest, as far as the
         budget admits.  aberrant: (flavour index, boot number) of the
         scenario's aberrant A/A boot; drawn when the scenario has one and
@@ -241,8 +243,11 @@ class Demo:
         for c in self.of("pilot"):
             for n in range(1, planning.PILOT_BOOTS + 1):
                 self.boot(c, n)
-        pilot = [b for c in self.of("pilot") for b in self.doc.counts(c.name)]
-        plan = planning.plan_aa(pilot, None, self.margin, power, cap)[0]
+        pilot = self.of("pilot")
+        res = experiment.Results(self.doc)
+        plan = planning.plan_aa([self.doc.counts(c.name) for c in pilot],
+                                [res.blocks(c.name) for c in pilot], None, self.margin,
+                                power, cap)[0]
         aa = self.of("aa")
         if aberrant is None and SCENARIOS[self.scenario][2]:
             aberrant = (int(self.rng.integers(2)), int(self.rng.integers(1, plan["boots"] + 1)))
