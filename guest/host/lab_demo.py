@@ -41,7 +41,7 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              barriers alike, so it is an A/A test, the negative control;
              its boots are planned for --power at a true ratio of 1 within
              --margin, from the failures and spread of the pilot, then
-             once more, blind, halfway.
+             once more halfway, on the spread within pairs (not the ratio).
   pilot      (icount) two boots of each flavour: the aa settings with
              phase seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
