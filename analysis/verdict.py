@@ -233,9 +233,10 @@ def aberrant(conditions, blocks, alpha=ABERRANT_ALPHA):
     flags one at most about alpha of the time.  Within a pair the two
     boots' residuals mirror each other; the one named is the one further
     from its own condition's other boots (the same residual without
-    blocks).  Boots that carry no residual (a pair's lone boot, a
-    condition's only boot) are not tested.  [Aberrant], largest residual
-    first."""
+    blocks); where a block is no pair (an unblocked comparison's one block
+    of every boot) each flagged boot is named.  Boots that carry no
+    residual (a pair's lone boot, a condition's only boot) are not tested.
+    [Aberrant], largest residual first."""
     rows = _rows(conditions, blocks)
     if not rows:
         return []
@@ -248,11 +249,19 @@ def aberrant(conditions, blocks, alpha=ABERRANT_ALPHA):
     if not flagged:
         return []
     own = np.abs(_deleted([(ci, bi, 0, k, n) for ci, bi, _, k, n in rows])[0])
+    # Only a pair's residuals mirror each other: a block with one boot of
+    # each condition.  A block that holds a condition twice (an unblocked
+    # comparison's one block of every boot) is no pair, and each of its
+    # flagged boots is named.
+    held = {}
+    for ci, _, b, _, _ in rows:
+        held.setdefault(b, []).append(ci)
+    pair = {b: len(set(cs)) == len(cs) for b, cs in held.items()}
     named = {}
     for i in flagged:
-        block = rows[i][2]
-        if block not in named or np.nan_to_num(own[i]) > np.nan_to_num(own[named[block]]):
-            named[block] = i
+        key = rows[i][2] if pair[rows[i][2]] else ("boot", i)
+        if key not in named or np.nan_to_num(own[i]) > np.nan_to_num(own[named[key]]):
+            named[key] = i
     # What the other boots predict for it: its fitted mean with its own
     # residual taken out (the deletion step, on the mean).
     out = [Aberrant(rows[i][0], rows[i][1], int(rows[i][3]),
@@ -470,8 +479,11 @@ def with_and_without(v, without, flagged, unit="boots"):
     it, them = ("it", f"this {unit[:-1]}") if one else ("them", f"these {unit}")
     named = (f"{'an aberrant' if one else 'aberrant'} {unit[:-1] if one else unit} "
              f"flagged: {describe_aberrant(flagged, unit)}")
+    # The calibration (bench/RESULTS.md) covers the intervals without the
+    # flagged boots; those with them are what a wild boot made of them.
     other = (f"without {it}: {without.kind}, 90% CI {interval(*without.ci90)}, "
-             f"95% CI {interval(*without.ci95)}")
+             f"95% CI {interval(*without.ci95)}; the intervals with {them} are outside "
+             f"the verdict's guarantee")
     if v.kind == without.kind:
         kind = v.kind
         text = (f"{v.text}; {named}; {other}: the verdict holds with and without {it}"

@@ -550,7 +550,7 @@ def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
     report's per-boot figure is drawn."""
     import numpy as np
     from analysis import calibration
-    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(78))
+    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(177))
     plan = demo.run(aberrant=(0, 3))
     assert plan["aberrant"] == (0, True) and plan["run"] == 40, plan
     (tmp_path / "experiment.json").write_text(json.dumps(demo.doc.to_json()))
@@ -559,6 +559,7 @@ def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
     assert "an aberrant boot flagged: unpatched-gcc49-w16-3 (unpatched-gcc49-w16, " \
         "phase seed 3)" in line, line
     assert "undecided: equivalent with this boot but not without it" in line, line
+    assert "the intervals with this boot are outside the verdict's guarantee" in line, line
     got = json.loads((tmp_path / "verdicts.json").read_text())
     aa = next(c for c in got["comparisons"] if c["key"] == "flavour")
     assert aa["kind"] == "undecided" and not aa["within_margin"]

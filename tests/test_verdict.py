@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 
+from analysis import calibration
 from analysis import verdict
 
 M = 1e6
@@ -186,11 +187,6 @@ def test_precision_of_a_rate():
     assert verdict.rate([(0, M)]).half_width() == math.inf
 
 
-def _nb(rng, mean, phi, n):
-    r = mean / (phi - 1)
-    return rng.negative_binomial(r, r / (r + mean), n)
-
-
 def test_an_aberrant_boot_is_flagged_in_whichever_condition_holds_it():
     """Twenty phase-seed pairs at dispersion 3 and 500 failures a boot, one
     boot at four times its mean: the boot itself is named (not its pair's
@@ -199,11 +195,23 @@ def test_an_aberrant_boot_is_flagged_in_whichever_condition_holds_it():
     rng = np.random.default_rng(4)
     blocks = [list(range(20))] * 2
     for side in (0, 1):
-        boots = [[(int(k), M) for k in _nb(rng, 500, 3, 20)] for _ in range(2)]
+        boots = [[(int(k), M) for k in calibration.draw(rng, 500, 3, 20)] for _ in range(2)]
         boots[side][7] = (4 * boots[side][7][0], M)
         found = verdict.aberrant(boots, blocks)
         assert [(a.condition, a.boot) for a in found] == [(side, 7)], found
         assert 300 < found[0].expected < 700 and found[0].residual > found[0].threshold
+
+
+def test_every_aberrant_boot_of_an_unblocked_comparison_is_named():
+    """Without pairs (one block of every boot, as an unblocked comparison
+    has it) no two residuals mirror each other: two aberrant boots, one in
+    each condition, are both named."""
+    rng = np.random.default_rng(5)
+    boots = [[(int(k), M) for k in calibration.draw(rng, 500, 3, 20)] for _ in range(2)]
+    boots[0][3] = (4 * boots[0][3][0], M)
+    boots[1][11] = (4 * boots[1][11][0], M)
+    found = verdict.aberrant(boots, [[0] * 20] * 2)
+    assert sorted((a.condition, a.boot) for a in found) == [(0, 3), (1, 11)], found
 
 
 def test_boots_that_follow_the_model_are_seldom_flagged():
@@ -213,7 +221,7 @@ def test_boots_that_follow_the_model_are_seldom_flagged():
     rng = np.random.default_rng(6)
     for mean, phi, n in ((500, 3, 20), (16, 1.5, 4)):
         flagged = sum(bool(verdict.aberrant(
-            [[(int(k), M) for k in _nb(rng, mean, phi, n)] for _ in range(2)],
+            [[(int(k), M) for k in calibration.draw(rng, mean, phi, n)] for _ in range(2)],
             [list(range(n))] * 2)) for _ in range(400))
         assert flagged / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400), (mean, flagged)
 
