@@ -197,6 +197,11 @@ class Demo:
                 boots=BOOTS, boot_seconds=30, record_seconds=0, sample_hz=0,
                 workload="inode-loop", max_aa_boots=MAX_BOOTS))
 
+    @property
+    def aberrant_dir(self):
+        """The directory of the aberrant boot (as boot() names it), or None."""
+        return self.aberrant and f"{self.aberrant[0]}-{self.aberrant[1]}"
+
     def seed_factor(self, label, n):
         """The shared factor of the n-th seed of label (drawn once)."""
         if (label, n) not in self.seeds:
@@ -271,8 +276,7 @@ class Demo:
                                       now=n >= planning.midpoint(planned))
                 if again:
                     planned = again["boots"]
-        ran = self.aberrant and any(b.dir == "-".join(map(str, self.aberrant))
-                                    for b in self.doc.boots)
+        ran = self.aberrant and any(b.dir == self.aberrant_dir for b in self.doc.boots)
         return {"planned": plan["boots"], "final": planned, "run": n,
                 "aberrant": self.aberrant and (aberrant[0], ran)}
 
@@ -314,9 +318,9 @@ def _covers(tally, key, v, truth):
 
 def analyse(doc, aa_ratio, tally, aberrant=None):
     """The demo's own analysis of one simulated record, tallied; aberrant:
-    the flavour whose A/A boot was made aberrant, when one ran (its A/A
-    measures are tallied apart, by that flavour, and whether the verdict
-    named the boot)."""
+    (the flavour index, the boot directory) of the A/A boot made aberrant,
+    when it ran (its A/A measures are tallied apart, by that flavour, and
+    whether the verdict named that very boot)."""
     control = model.fatal_boundaries("gcc49", 1, LOOP_INSNS) / \
         model.fatal_boundaries("gcc49-exact", 1)
     margin = doc.settings.margin
@@ -334,9 +338,8 @@ def analyse(doc, aa_ratio, tally, aberrant=None):
         truth = {"window": math.inf, "control": control, "flavour": aa_ratio,
                  "exact flavours": 1.0}[key]
         if key == "flavour" and aberrant is not None:
-            key = f"flavour, {ABERRANT_IN} {FLAVOURS[aberrant]}"
-            tally.add(f"{key}: named", any(f["condition"].startswith(FLAVOURS[aberrant] + "-")
-                                           for f in v.flagged))
+            key = f"flavour, {ABERRANT_IN} {FLAVOURS[aberrant[0]]}"
+            tally.add(f"{key}: named", any(f["boot"] == aberrant[1] for f in v.flagged))
             # The interval a reader gets without the boot the verdict named.
             _covers(tally, f"{key}: {WITHOUT}", v.without or v, truth)
         if math.isfinite(truth):
@@ -380,7 +383,8 @@ def run(scenario, aa_ratio, sims=SIMS, seed=0, budget=BUDGET_BOOTS, lost=LOST):
         tally.aa_boots.append((plan["planned"], plan["final"], plan["run"]))
         tally.capped += plan["final"] >= MAX_BOOTS
         where = plan["aberrant"]
-        analyse(demo.doc, aa_ratio, tally, where[0] if where and where[1] else None)
+        analyse(demo.doc, aa_ratio, tally,
+                (where[0], demo.aberrant_dir) if where and where[1] else None)
         tally.sims += 1
     phi = {"poisson": 1, "nb-3": 3, "nb-5": 5, "aberrant-1": 1, "aberrant-3": 3,
            "aberrant-5": 5}.get(scenario)
