@@ -434,16 +434,46 @@ def goal(key, n):
     return None, None
 
 
+# Below this many draws a goal is not tested: three standard errors of 5%
+# at 100 are 6.5 points, wider than the difference the goal is about (an
+# aberrant boot's flavour or a rare verdict can leave a measure a few dozen).
+MIN_TESTED = 100
+
+
 def goals(tally):
     """[(measure, share, met)] of the tally's measures against their goals
-    (met None: no goal, or outside the guarantee)."""
+    (met None: no goal, outside the guarantee, or too few to test)."""
     out = []
     for key in sorted(tally.counts):
         p, n = tally.share(key), tally.n(key)
         nominal, bound = goal(key, n)
-        met = None if bound is None else (p >= bound if "covered" in key else p <= bound)
+        met = None if bound is None or n < MIN_TESTED else \
+            (p >= bound if "covered" in key else p <= bound)
         out.append((key, p, met))
     return out
+
+
+def by_scenario(tallies):
+    """The tallies pooled over their true A/A ratios, a Tally a scenario
+    (aa_ratio None): a scenario's coverage on a few hundred demos a ratio
+    can pass each ratio's bound and still fall short of its level over all
+    of them."""
+    out = {}
+    for t in tallies:
+        got = out.setdefault(t.scenario, Tally(t.scenario, None))
+        got.sims += t.sims
+        for key, (hits, n) in t.counts.items():
+            both = got.counts.setdefault(key, [0, 0])
+            both[0] += hits
+            both[1] += n
+    return list(out.values())
+
+
+def outside(tallies):
+    """The scenarios whose intervals, pooled over the ratios, cover less
+    than their goal: outside the verdict's guarantee, named as such."""
+    return [t.scenario for t in by_scenario(tallies)
+            if any(met is False for key, _, met in goals(t) if "covered" in key)]
 
 
 def median_boots(tally):
@@ -468,9 +498,11 @@ def table(tallies):
             nominal, bound = goal(key, n)
             want = "-" if nominal is None else \
                 "outside the guarantee (the aberrant boot in)" if bound is None else \
+                f"too few to test (under {MIN_TESTED})" if n < MIN_TESTED else \
                 (f"{'>=' if 'covered' in key else '<='} {bound * 100:.1f}%: "
                  + ("met" if met else "NOT MET"))
-            out.append([t.scenario, f"{t.aa_ratio:g}", key, share_ci(hits, n), want])
+            ratio = "all" if t.aa_ratio is None else f"{t.aa_ratio:g}"
+            out.append([t.scenario, ratio, key, share_ci(hits, n), want])
     return out
 
 

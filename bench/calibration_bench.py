@@ -36,6 +36,14 @@ def main():
             for _, _, key, share, goal in calibration.table([t])[1:]:
                 rows.append((f"{scenario} ({what}), A/A ratio {ratio:g}: {key}",
                              f"{share}; goal {goal}"))
+    # Pooled over the ratios, where a scenario's shortfall is plainer.
+    for scenario, _, key, share, goal in calibration.table(
+            calibration.by_scenario(tallies))[1:]:
+        if "covered" in key:
+            rows.append((f"{scenario}, every A/A ratio pooled: {key}", f"{share}; goal {goal}"))
+    rows.append(("scenarios outside the verdict's guarantee (an interval, pooled over the "
+                 "ratios, covering less than its goal)",
+                 ", ".join(calibration.outside(tallies)) or "none"))
     for scenario, ratio, boots, needed, capped in calibration.plan_rows(tallies)[1:]:
         rows.append((f"{scenario}, A/A ratio {ratio}: A/A boots a flavour planned, after the "
                      f"look, run (medians); planning.needed at the true dispersion; plans at "
