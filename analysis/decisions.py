@@ -32,7 +32,7 @@ def verdicts(res):
                 m = c["model"]
                 expect = (f"; the model predicts {c['expect']:.2f}: measured/predicted "
                           f"{m['ratio']:.3g} (90% CI {interval(*m['ci90'])}, 95% CI "
-                          f"{interval(*m['ci95'])}): {MODEL_WORDS[m['kind']]}")
+                          f"{interval(*m['ci95'])}): {model_words(m)}")
             out.append(Verdict("control", f"positive control (a known difference: the loop of "
                                           f"{c['label'].split('/')[0]} against the listing's "
                                           f"window): {v.text}{expect}"))
@@ -92,16 +92,25 @@ MODEL_WORDS = {"differs": "disagrees with the model",
                "undecided": f"undecided within +-{MODEL_MARGIN * 100:.0f}%"}
 
 
+def model_words(check):
+    """How one check against the model reads (a model_fit group or the
+    control's), "disagrees" said to be by less than the margin where its
+    90% interval lies inside it, as verdict.compare says "differs"."""
+    words = MODEL_WORDS[check["kind"]]
+    if check["kind"] == "differs" and check.get("within_margin"):
+        words += f", by less than +-{MODEL_MARGIN * 100:.0f}%"
+    return words
+
+
 def model_line(check):
     """How the model did over every windowed condition (experiment.model_fit):
     its goodness of fit, and measured / predicted by W against 1 within
     MODEL_MARGIN."""
-    words = MODEL_WORDS
     per_w = "; ".join(
         f"W = {g['W']} ({', '.join(g['conditions'])}): {g['measured']} against "
         f"{g['predicted']:.1f}, measured/predicted {g['ratio']:.3g} (95% CI "
         f"{interval(*g['ci95'])}, 90% {interval(*g['ci90'])}; dispersion {g['phi']:.2g} on "
-        f"{g['df']} df): {words[g['kind']]}"
+        f"{g['df']} df): {model_words(g)}"
         for g in check["by_w"])
     fit = "fits" if check["p"] >= 0.05 else "does NOT fit"
     return (f"the model (W x lambda x 2^N ns a call, predicted before the boots) {fit}: "

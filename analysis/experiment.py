@@ -55,14 +55,17 @@ DOSES = {
 
 
 def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
-    """Measured against predicted (a ratio of the two, its intervals) as
-    two one-sided tests: "agrees" within +-margin when the 90% interval
-    lies inside 1/(1+margin)..1+margin, and the spread was estimated (never
-    on 0 df); "differs" when the 95% interval excludes 1; else "undecided".
-    An interval that merely holds the prediction agrees with nothing."""
+    """(kind, inside): measured against predicted (a ratio of the two, its
+    intervals) decided as verdict.compare decides equivalence.  inside:
+    the 90% interval lies inside 1/(1+margin)..1+margin and the spread was
+    estimated (never on 0 df).  kind: "differs" when the 95% interval
+    excludes 1 (with inside, by less than the margin: a difference the
+    model is within +-margin of, not a miss); "agrees" within +-margin
+    when inside; else "undecided".  An interval that merely holds the
+    prediction agrees with nothing."""
     inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
     return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
-            "agrees" if inside else "undecided")
+            "agrees" if inside else "undecided"), inside
 
 
 def is_control(c):
@@ -185,13 +188,14 @@ def model_fit(rows):
         rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
         ratio, ci95 = model.ratio_to_model(k, pred, phi, fit.level(0.95), rel)
         _, ci90 = model.ratio_to_model(k, pred, phi, fit.level(0.90), rel)
-        kind = agreement(ci95, ci90, fit.df)
+        kind, inside = agreement(ci95, ci90, fit.df)
         t = (k - pred) / math.sqrt(phi * pred + pred ** 2 * rel)
         z = float(stats.norm.isf(stats.t.sf(t, fit.df))) if fit.df else t
         chi2 += min(z * z, 1e6)
         by_w.append({"W": w, "conditions": [r["condition"] for r in group],
                      "measured": k, "predicted": pred, "ratio": ratio, "ci95": ci95,
-                     "ci90": ci90, "kind": kind, "phi": phi, "df": fit.df})
+                     "ci90": ci90, "kind": kind, "within_margin": inside, "phi": phi,
+                     "df": fit.df})
     return {"chi2": chi2, "df": len(by_w), "p": float(stats.chi2.sf(chi2, len(by_w))),
             "by_w": by_w}
 
@@ -443,8 +447,9 @@ class Results:
                 s = math.sqrt(1 / pa["timer"] + 1 / pb["timer"])
                 want_ci = (want * math.exp(-verdict.Z95 * s), want * math.exp(verdict.Z95 * s))
                 ci95, ci90 = (tuple(x / want for x in ci) for ci in (v.ci95, v.ci90))
+                kind, inside = agreement(ci95, ci90, v.df)
                 model_vs = {"ratio": v.ratio / want, "ci95": ci95, "ci90": ci90,
-                            "kind": agreement(ci95, ci90, v.df)}
+                            "kind": kind, "within_margin": inside}
             out.append({"key": "control", "label": f"width {c.width}/{window}",
                         "asks": "differs", "boots": (len(doc.boots_of(c.name)),
                                                      len(doc.boots_of(ref.name))),

@@ -537,6 +537,25 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
     assert "gave no spread to bound" in prose.plan_line(d)
 
 
+def test_agreement_with_the_model_is_decided_as_equivalence():
+    """A 95% interval that excludes 1 while the 90% lies inside +-10% is a
+    difference smaller than the margin, said so, not a bare "disagrees";
+    an interval that holds 1 and lies inside agrees; one that holds 1 and
+    passes the margin is undecided, and nothing agrees on 0 df."""
+    from analysis import decisions
+    from analysis.experiment import agreement
+    assert agreement((1.02, 1.06), (1.025, 1.055), 5) == ("differs", True)
+    kind, inside = agreement((1.02, 1.06), (1.025, 1.055), 5)
+    assert decisions.model_words({"kind": kind, "within_margin": inside}) == \
+        "disagrees with the model, by less than +-10%"
+    assert agreement((1.05, 1.3), (1.06, 1.25), 5) == ("differs", False)
+    assert decisions.model_words({"kind": "differs", "within_margin": False}) == \
+        "disagrees with the model"
+    assert agreement((0.97, 1.06), (0.98, 1.05), 5) == ("agrees", True)
+    assert agreement((0.9, 1.2), (0.92, 1.15), 5) == ("undecided", False)
+    assert agreement((0.97, 1.06), (0.98, 1.05), 0) == ("undecided", False)
+
+
 def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
     """A demo's record built as the demo builds it (analysis/calibration.py's
     Demo: pilot, plan, look, the A/A's boots), its third unpatched A/A boot
