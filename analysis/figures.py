@@ -111,7 +111,9 @@ def per_boot(res, path):
     for ax, c in zip(axes[:, 0], conds):
         boots = res.doc.boots_of(c.name)
         r = rows[c.name]
-        xs = np.arange(1, len(boots) + 1)
+        # Each boot at its phase seed (its round on the host clock): a pair
+        # lines up across conditions even where a boot of it was lost.
+        xs = [b.phase_seed if b.phase_seed is not None else b.round for b in boots]
         ys = [b.failures_total / b.calls * PER for b in boots]
         ax.axhspan(*r["ci"], color="tab:blue", alpha=0.15)
         ax.axhline(r["per_million"], color="tab:blue", lw=0.8)
@@ -124,7 +126,7 @@ def per_boot(res, path):
         ax.set_title(c.name, loc="left", fontsize=8)
         ax.tick_params(labelsize=7)
         ax.margins(y=0.25)
-    axes[-1, 0].set_xlabel("boot number in its condition (the phase-seed pair on icount)")
+    axes[-1, 0].set_xlabel("phase seed (the pair; the round on the host clock)")
     axes[-1, 0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     left = len([c for c in res.doc.conditions if c.kind in REPLICATED]) - len(conds)
     fig.supylabel("failures per million calls", fontsize=9)
