@@ -248,11 +248,8 @@ class Demo:
         for c in self.of("pilot"):
             for n in range(1, planning.PILOT_BOOTS + 1):
                 self.boot(c, n)
-        pilot = self.of("pilot")
-        res = experiment.Results(self.doc)
-        plan = planning.plan_aa([self.doc.counts(c.name) for c in pilot],
-                                [res.blocks(c.name) for c in pilot], None, self.margin,
-                                power, cap)[0]
+        plan = planning.plan_aa([self.doc.counts(c.name) for c in self.of("pilot")], None,
+                                self.margin, power, cap)[0]
         aa = self.of("aa")
         if aberrant is None and SCENARIOS[self.scenario][2]:
             aberrant = (int(self.rng.integers(2)), int(self.rng.integers(1, plan["boots"] + 1)))

@@ -3,10 +3,10 @@ what each comparison should show, and with what power at the boots it gets.
 
 A pilot of PILOT_BOOTS boots a flavour (the A/A settings, phase seeds of
 its own, left out of the verdicts) gives failures a boot at the A/A width
-and a first spread: about a rate per flavour within its phase-seed pairs,
-as the look and the verdict take it (lumping the flavours read a real
-difference between them as spread and planned more boots for it; with
-two pairs this leaves one degree of freedom).  The A/A boots are planned on a bound of that
+and a first spread: about a rate per flavour (lumping the flavours read a
+real difference between them as spread and planned more boots for it),
+on 2 degrees of freedom (plan_aa says why not within pairs).  The A/A
+boots are planned on a bound of that
 dispersion (PLAN_CONF, its median bound: a pilot of four boots cannot
 tell 1 from 5, and a high bound oversizes every plan; pooled with a
 previous run's spread where --plan-from names one; never below Poisson).
@@ -123,26 +123,26 @@ def reestimate(per_boot, fit, margin, power, cap, planned):
     return max(planned, aa_boots(per_boot, phi, margin, power, cap)), phi
 
 
-def plan_aa(pilots, blocks, prior, margin, power, cap):
+def plan_aa(pilots, prior, margin, power, cap):
     """(plan, pilot's Fit): the A/A boots a flavour from the pilot's boots,
-    pilots a list [(failures, calls)] a flavour with blocks their phase
-    seeds, and prior (a previous run's Fit, or None).  With two flavours
-    that fail the spread is within_pairs's, as the look's; a lone flavour's
-    pairs would each hold one boot and leave nothing, so its boots are
-    taken about its rate.  plan holds the boots, the dispersion bound they
-    are planned on, its estimate, and how the pilot was fitted (how)."""
-    if sum(1 for p in pilots if sum(k for k, _ in p)) >= 2:
-        fit, how = within_pairs(*pilots[:2], *blocks[:2]), \
-            "a rate per flavour within phase-seed pairs"
-    else:
-        fit, how = verdict.fit(*pilots), "about its rate"
+    pilots a list [(failures, calls)] a flavour, and prior (a previous
+    run's Fit, or None).  The spread is about a rate per flavour, so a real
+    difference between the flavours is not read as spread (lumped, it was,
+    and planned boots for it).  Not within the pilot's phase-seed pairs as
+    the look takes it: two pairs a flavour would spend half the four boots'
+    degrees of freedom on the seeds, and a bound on the one left sent more
+    than a quarter of the plans at dispersion 3 to the cap (simulated); a
+    seed's shared effect read as spread only makes the plan longer, never
+    the verdict's intervals narrower.  plan holds the boots, the dispersion
+    bound they are planned on and its estimate."""
+    fit = verdict.fit(*pilots)
     both = combine(fit, prior)
     phi = upper_dispersion(both)
     every = [x for p in pilots for x in p]
     per_boot = sum(k for k, _ in every) / len(every)
     return {"boots": aa_boots(per_boot, phi, margin, power, cap), "phi": phi,
             "df": both.df, "estimate": both.phi, "conf": PLAN_CONF,
-            "per_boot": per_boot, "how": how}, fit
+            "per_boot": per_boot}, fit
 
 
 def budget_boots(seconds_left, jobs, other_seconds, round_seconds):

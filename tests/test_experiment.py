@@ -343,8 +343,7 @@ def test_the_plan_line_names_lost_boots_and_the_power_left():
                                "verdict": "differs", "power": 0.8,
                                "got": {"boots": 1, "planned": 2, "power": 0.0}}],
             plan_dispersion={"phi": 1.0, "df": 1, "estimate": 0.5, "conf": 0.8,
-                             "source": "the pilot's boots, a rate per flavour within "
-                                       "phase-seed pairs"})
+                             "source": "the pilot's boots, a rate per flavour"})
     d.missing = [documents.Missing.from_json(lost)]
     line = prose.plan_line(d)
     assert "the budget cut it short" not in line and "every condition got" not in line
@@ -521,8 +520,7 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
                                "source": "the pilot's, measured", "verdict": "equivalent",
                                "power": 0.91}],
             plan_dispersion={"phi": 2.1, "df": 3, "estimate": 0.7, "conf": 0.8,
-                             "source": "the pilot's boots, a rate per flavour within "
-                                       "phase-seed pairs"},
+                             "source": "the pilot's boots, a rate per flavour"},
             plan_power_range=[{"phi": 1, "needed": 7, "power": 0.95},
                               {"phi": 7, "needed": 52, "power": 0.2}],
             plan_reestimated={"at": 5, "phi": 3.2, "df": 5, "per_boot": 500.0,

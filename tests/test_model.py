@@ -97,27 +97,26 @@ def test_equivalence_cannot_be_planned_above_its_ceiling():
 
 
 def test_the_plan_bounds_the_pilots_dispersion_from_above():
-    """A pilot of two pairs a flavour plans on its dispersion's median
-    bound, about a rate per flavour within pairs (1 df: X / chi-square's
-    median on 1 df, 0.455), wider than the estimate; a wide one on many
-    more boots, a true difference between the flavours on none more; the
-    look plans on the point estimate within pairs about a rate per
-    flavour, never below the plan: more when the spread turns out wider,
-    and not for a true difference between the flavours."""
-    pairs = [("seed", 1), ("seed", 2)]
-    steady = [[(500, 1), (530, 1)], [(520, 1), (505, 1)]]
-    plan, fit = planning.plan_aa(steady, [pairs, pairs], None, 0.10, 0.90, 40)
-    assert fit.df == 1 and plan["conf"] == 0.50
-    assert plan["phi"] == pytest.approx(fit.chi2 / 0.4549, rel=1e-3) and plan["phi"] > fit.phi
-    assert plan["boots"] > planning.aa_boots(513.75, fit.phi, 0.10, 0.90, 40)
+    """A pilot of two boots a flavour plans on its dispersion's median
+    bound about a rate per flavour (2 df: X / chi-square's median on 2 df,
+    1.386), wider than the estimate; a wide one on many more boots; a true
+    difference between the flavours is not read as spread; the look plans
+    on the point estimate within pairs about a rate per flavour, never
+    below the plan: more when the spread turns out wider, and not for a
+    true difference between the flavours."""
+    steady = [[(500, 1), (540, 1)], [(525, 1), (500, 1)]]
+    plan, fit = planning.plan_aa(steady, None, 0.10, 0.90, 40)
+    assert fit.df == 2 and plan["conf"] == 0.50
+    assert plan["phi"] == pytest.approx(fit.chi2 / 1.386, rel=1e-3) and plan["phi"] > fit.phi
+    assert plan["boots"] > planning.aa_boots(516.25, fit.phi, 0.10, 0.90, 40)
     wide = [[(500, 1), (620, 1)], [(560, 1), (400, 1)]]
-    assert planning.plan_aa(wide, [pairs, pairs], None, 0.10, 0.90, 40)[0]["boots"] > \
-        plan["boots"]
-    # The patched pilot a quarter higher, boot for boot: a difference, not
-    # spread (lumped, these four boots read dispersion 10).
-    shifted = [steady[0], [(round(k * 1.25), n) for k, n in steady[0]]]
-    got, fit = planning.plan_aa(shifted, [pairs, pairs], None, 0.10, 0.90, 40)
-    assert fit.phi < 0.01 and got["boots"] <= plan["boots"]
+    assert planning.plan_aa(wide, None, 0.10, 0.90, 40)[0]["boots"] > plan["boots"]
+    # The patched pilot a quarter higher: its spread scales with it (at
+    # most 1.25 times), where lumped the four boots read dispersion 9.
+    shifted = [steady[0], [(round(k * 1.25), n) for k, n in steady[1]]]
+    _, fit_shifted = planning.plan_aa(shifted, None, 0.10, 0.90, 40)
+    assert fit_shifted.phi <= 1.25 * fit.phi + 1e-9
+    assert verdict.fit(shifted[0] + shifted[1]).phi > 5
     half = (plan["boots"] + 1) // 2
     a = [(500 + (i % 3) * 10, 1) for i in range(half)]
     b = [(505 + (i % 2) * 10, 1) for i in range(half)]

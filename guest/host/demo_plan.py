@@ -42,8 +42,8 @@ class Plan:
     def from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
         A/A boots from the failures and the spread of the pilot's boots,
-        about a rate per flavour within phase-seed pairs (a real difference
-        between the flavours is not read as spread), on the dispersion's
+        about a rate per flavour (a real difference between the flavours is
+        not read as spread), on the dispersion's
         upper bound; every comparison's failures a boot, as the model
         predicts them from the pilot, and its simulated power."""
         pilot_conds = [c for c in self.doc.conditions if c.kind == "pilot"]
@@ -57,15 +57,13 @@ class Plan:
                 f"what was recorded is in {self.top}")
         phi, df, source = a.dispersion
         prior = verdict.Fit(phi, phi * df, df) if df else None
-        res = experiment.Results(self.doc)
         aa, self.pilot_fit = planning.plan_aa(
-            [self.doc.counts(c.name) for c in pilot_conds],
-            [res.blocks(c.name) for c in pilot_conds], prior, a.margin, a.power,
+            [self.doc.counts(c.name) for c in pilot_conds], prior, a.margin, a.power,
             a.max_aa_boots)
         phi, measured = aa["phi"], aa["per_boot"]
         self.settings.plan_dispersion = {
             "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
-            "source": f"the pilot's boots, {aa['how']}" +
+            "source": "the pilot's boots, a rate per flavour" +
                       (f", and {source}" if prior else "")}
         by_kind = {(c.kind, c.window): c for c in self.doc.conditions
                    if c.flavour == a.flavours[0]}
