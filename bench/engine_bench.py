@@ -11,7 +11,7 @@ over the boots.  The projection for N nodes like this one takes the
 measured boot and that cost, and the boots a +-2% A/A answer needs
 (analysis/planning.py at the failures a boot measured here, dispersion 1
 and 2, 90% power), in waves of one boot a core; the demo's pilot and its
-one barrier at the blinded look add two boots' time to each.
+one barrier at the look add two boots' time to each.
 """
 
 import argparse

@@ -111,13 +111,13 @@ def test_the_plan_predicts_each_comparison_and_its_power(demo):
     # the time); four boots of a ratio of 3 keep at least 45% up to 10.
     assert 2.7 < control["ratio"] < 3.3 and 0.4 < control["power"] <= 1
     planned = doc["settings"]["plan_dispersion"]
-    assert planned["source"] == "the pilot's boots, flavours lumped" and planned["df"] == 1
-    assert planned["phi"] >= 1 and planned["conf"] == 0.80
+    assert planned["source"] == "the pilot's boots, a rate per flavour" and planned["df"] == 1
+    assert planned["phi"] >= 1 and planned["conf"] == 0.50
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("demo: the plan"))
     assert re.search(r"width 1/gcc49-exact: 4 boots a condition, [\d.]+ against [\d.]+ "
                      r"failures a boot \(the model, ratio 3(\.\d+)?\), [\d.]+% power to "
                      r"find it \"differs\"", line), line
-    assert "the 80% upper bound of " in line, line
+    assert "the 50% upper bound of " in line, line
     ran = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
     made = sum(b["failures_total"] for b in ran)
     lo, hi = poisson.poisson_ci(made, 0.999)

@@ -6,7 +6,7 @@ Conditions are run as many short boots (replicates), interleaved in
 rounds whose order is shuffled with a recorded seed, --jobs at a time on
 this machine or as Slurm job arrays (--engine slurm: guest/host/
 bootrunner.py, docs/slurm.md); rounds are handed out in batches that end
-where the plan can change (after the pilot, at the A/A's blinded look).
+where the plan can change (after the pilot, at the A/A's look).
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
@@ -41,7 +41,7 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              barriers alike, so it is an A/A test, the negative control;
              its boots are planned for --power at a true ratio of 1 within
              --margin, from the failures and spread of the pilot, then
-             once more, blind, halfway.
+             once more halfway, on the spread within pairs (not the ratio).
   pilot      (icount) two boots of each flavour: the aa settings with
              phase seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
@@ -181,7 +181,7 @@ class Experiment:
     def batch(self, rng):
         """The boots to run before the plan can change again, as rounds
         (one boot of every condition still short, in an order shuffled
-        with rng): the whole pilot; else rounds until the A/A's blinded
+        with rng): the whole pilot; else rounds until the A/A's
         look (both flavours at its midpoint) or the plan's end, as many as
         the budget's projection admits (the first counting round always
         runs; a batch the projection stopped is followed by another, planned
@@ -266,7 +266,10 @@ class Experiment:
         self.save()
         if failed:
             die(f"{failed[0]}; everything recorded so far is in {self.top}")
+        fixed = self.settings.plan_comparisons is not None
         self.plan.from_pilot()
+        if not fixed and self.settings.plan_comparisons is not None:
+            self.plan.budget(self.aa_admitted())
         self.plan.reestimate()
         self.save()
 
@@ -299,6 +302,20 @@ class Experiment:
 
     def elapsed(self):
         return time.monotonic() - self.started
+
+    def aa_admitted(self):
+        """A/A boots a flavour the budget admits once the plan is fixed: the
+        seconds left at the jobs the engine runs, less every other planned
+        boot still to run, over an A/A round, each boot at the wall time
+        estimate() projects (planning.budget_boots)."""
+        aa = [c for c in self.conds if c.kind == "aa"]
+        if not aa:
+            return None
+        other = sum(self.estimate(c) * max(0, self.plan.planned(c) - tried(self.doc, c))
+                    for c in self.conds if c.kind not in ("aa", "pilot"))
+        return planning.budget_boots(self.args.budget * 60 - self.elapsed(),
+                                     self.settings.jobs or 1, other,
+                                     sum(self.estimate(c) for c in aa))
 
 
 def number(due, have):
