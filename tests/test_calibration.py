@@ -20,13 +20,14 @@ from analysis import calibration
 
 SIMS = 300
 EDGE = 1 + calibration.MARGIN
-# Every other scenario family once, at the margin's edge, on fewer demos
-# (calibration.MIN_TESTED: enough to test the measures every demo gives,
-# and to add to the pooled tests), so the test stays about a minute.
-FAMILY_SIMS = calibration.MIN_TESTED
-POINTS = [("nb-3", 1.0, SIMS), ("nb-3", EDGE, SIMS), ("aberrant-3", EDGE, SIMS)] + \
-    [(s, EDGE, FAMILY_SIMS) for s in ("poisson", "growing", "seed-shared", "seed-own",
-                                      "nb-5", "aberrant-1", "aberrant-5")]
+# Every other scenario family once, at the margin's edge, on as many demos
+# as bench/RESULTS.md's table (its bound 3.8 points under 95%, not 100's
+# 6.5).  seed-own's 95% interval covers 93.7% (843 of 900 demos, seeds
+# 1-3): within the goal at 900, and a point short of the level, so some
+# seeds fail a point's bound at any n; seed 1's first 100 demos read 88%.
+POINTS = [(s, r, SIMS) for s, r in (("nb-3", 1.0), ("nb-3", EDGE), ("aberrant-3", EDGE))] + \
+    [(s, EDGE, SIMS) for s in ("poisson", "growing", "seed-shared", "seed-own",
+                               "nb-5", "aberrant-1", "aberrant-5")]
 
 
 @functools.cache
