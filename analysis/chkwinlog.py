@@ -40,14 +40,16 @@ _WATCH_NAME = re.compile(rb"[A-Za-z0-9_.+:-]{1,127}")
 # The interrupt classes by number, and the probes (trailer lost.PROBE), in
 # the order of bpf/chkwin.h's tables.
 CLASSES = declared.CLASSES
+# What a ran record's what field names, by number.
+RAN = declared.RAN
 PROBES = declared.PROBES
 # What a run did not count, and whether it attached a hook: analysis/declared.py.
 NOT_ATTACHED = declared.NOT_ATTACHED
 hook_attached = declared.hook_attached
 # The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
-RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
-         "blocks": ("block",)}
+RINGS = {"calls": ("chksum", "verify", "iget"),
+         "arrivals": ("irq", "sample", "softirq", "ran"), "blocks": ("block",)}
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
