@@ -81,6 +81,13 @@ LEGACY = [
     b"arrivals:u32@24 blocks:u32@28 evicted:u32@32 trigger:type8@36",
 ]
 
+# Types version 4 added after version 3's, as this loader writes them (the
+# record table of bpf/chkwin.h; tests/test_logformat.py holds them to it).
+# Older version 4 logs lack them: the analysis reads none there.
+NEWER = [
+    b"ran fn:x64@0 arg:u32@8 what:u8@12 comm:str16@16",
+]
+
 # Field codes (loader/schema.c): what a reader does with each.
 SHOWS = ("u", "s", "x", "class", "type", "str")
 _NAME = re.compile(rb"[a-z][a-z0-9_]{0,31}")
@@ -192,10 +199,19 @@ class Layout:
                        for name, fields in layout.values()}
 
 
+def current_layout():
+    """Version 3's layout and the types added since, as this loader writes
+    them in its record.N lines."""
+    layout = legacy_layout(3)
+    for n, line in enumerate(NEWER, len(layout) + 1):
+        schema_line(layout, n, line)
+    return layout
+
+
 # The layout this reader writes synthetic logs with, and the names the
-# analysis expects: version 3's, which version 4 logs written by this
-# loader carry in their header.
-CURRENT = Layout(legacy_layout(3))
+# analysis expects: what version 4 logs written by this loader carry in
+# their header.
+CURRENT = Layout(current_layout())
 TYPES, TYPE_IDS, DTYPES = CURRENT.types, CURRENT.type_ids, CURRENT.dtypes
 HEAD_DTYPE = _dtype(HEAD_FIELDS)
 
@@ -457,6 +473,19 @@ class Log:
     def callers(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()
                 if k.startswith("caller.")}
+
+    def symbols(self):
+        """{address: "NAME+0xOFF"} of the functions the ran records name:
+        the trailer's sym. lines (a cut log keeps them in its header)."""
+        out = {}
+        for text in (self.header, self.trailer or {}):
+            for k, v in text.items():
+                if k.startswith("sym.0x"):
+                    try:
+                        out[int(k[4:], 16)] = v
+                    except ValueError:
+                        continue
+        return out
 
     def irq_names(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()

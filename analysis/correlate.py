@@ -18,11 +18,14 @@ or fed nothing this log sees).  Records come in commit order, so everything
 is sorted by ts.
 """
 
+import dataclasses
+
 import numpy as np
 
 from analysis import chkwinlog
 from analysis import flight
 from analysis import fsgeom
+from analysis import interference
 from analysis.documents import Arrival, Call, Completion, Failure
 from analysis.chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
@@ -189,22 +192,24 @@ class Correlation:
         self.completions = table(
             log, "block", ["cpu", "sector", "nr_sectors", "dev"],
             lambda r: (log.field("block", "flags", r) & F_COMPLETE) != 0)
-        self.failures = [self._failure(v) for v in self.failing]
+        self.events = interference.Events(log)
+        self.failures = self._diagnosed([self._failure(v) for v in self.failing])
         self.window_outcomes = [self._outcome(int(i)) for i in self.window_calls]
 
     def _verdict_marks(self):
         """Every verdict (verify and iget records): tid, ts, kind and whether
         it failed, sorted by task and ts."""
-        v = table(self.log, "verify", ["tid", "flags", "caller"])
+        v = table(self.log, "verify", ["tid", "cpu", "flags", "caller"])
         n = len(v)
         marks = np.empty(n + len(self.log.rows("iget")),
-                         [("tid", "<u4"), ("ts", "<u8"), ("kind", "<i4"), ("bad", "?")])
-        marks["tid"][:n], marks["ts"][:n] = v["tid"], v["ts"]
+                         [("tid", "<u4"), ("ts", "<u8"), ("cpu", "<u2"), ("kind", "<i4"),
+                          ("bad", "?")])
+        marks["tid"][:n], marks["ts"][:n], marks["cpu"][:n] = v["tid"], v["ts"], v["cpu"]
         marks["kind"][:n] = np.where(v["flags"] & F_METADATA, v["caller"], INODE_KIND)
         marks["bad"][:n] = (v["flags"] & F_MISMATCH) != 0
         del v
-        g = table(self.log, "iget", ["tid", "err"])
-        marks["tid"][n:], marks["ts"][n:] = g["tid"], g["ts"]
+        g = table(self.log, "iget", ["tid", "cpu", "err"])
+        marks["tid"][n:], marks["ts"][n:], marks["cpu"][n:] = g["tid"], g["ts"], g["cpu"]
         marks["kind"][n:] = INODE_KIND
         marks["bad"][n:] = g["err"] == EFSBADCRC
         del g
@@ -287,7 +292,45 @@ class Correlation:
                 length=int(c["length"]), seed=int(c["seed"]),
                 result=int(c["result"]), irqs=int(c["irqs"])),
             window_arrivals=[self.arrival(i) for i in hits if a.call[i] == call],
-            block_sector=sector, block=block)
+            block_sector=sector, block=block,
+            computation=interference.computation(
+                self.events, self.calls["ts"][group], self.calls["cpu"][group], v),
+            diagnosis=None)
+
+    def _diagnosed(self, failures):
+        """The failures with their diagnoses: what ran inside the failing
+        computations of each verdict kind that no window explains, ranked
+        against the good computations of that kind the log covers."""
+        spans = interference.coverage(self.log)
+        ev = self.events
+        suspects, good = {}, {}
+        for kind in {f.kind for f in failures if not f.attributed}:
+            failing = [ev.identities(f.computation.cpus, f.computation.begin,
+                                     f.computation.end, f.tid)
+                       for f in failures if f.kind == kind and not f.attributed]
+            good[kind] = self._good_computations(kind, spans)
+            suspects[kind] = interference.rank(failing, good[kind], ev.names)
+        return [dataclasses.replace(f, diagnosis=interference.diagnose(
+            f, suspects.get(f.kind, []), len(good.get(f.kind, ())))) for f in failures]
+
+    def _good_computations(self, kind, spans):
+        """The identity sets of the computations of this verdict kind that
+        matched and whose span the log's history covers."""
+        m = self._marks
+        want = np.nonzero(~m["bad"])[0]
+        out = []
+        for k in want:
+            mark = m[k]
+            if kind_name(self.caller_names, int(mark["kind"])) != kind:
+                continue
+            group, _ = self._group(mark, int(mark["kind"]))
+            if not len(group):
+                continue
+            begin, end = int(self.calls["ts"][group].min()), int(mark["ts"])
+            cpus = sorted({int(c) for c in self.calls["cpu"][group]} | {int(mark["cpu"])})
+            if interference.covered(spans, cpus, begin, end):
+                out.append(self.events.identities(cpus, begin, end, int(mark["tid"])))
+        return out
 
     def by_kind(self):
         """{kind: (failures, attributed)}."""
@@ -295,6 +338,18 @@ class Correlation:
         for f in self.failures:
             n, a = out.get(f.kind, (0, 0))
             out[f.kind] = (n + 1, a + f.attributed)
+        return out
+
+    def diagnoses(self):
+        """{diagnosis kind: failures}, and each interference failure's first
+        suspect counted under "first suspects"."""
+        out = {}
+        for f in self.failures:
+            out[f.diagnosis.kind] = out.get(f.diagnosis.kind, 0) + 1
+            if f.diagnosis.suspects:
+                first = out.setdefault("first suspects", {})
+                name = f.diagnosis.suspects[0].name
+                first[name] = first.get(name, 0) + 1
         return out
 
     def arrival(self, i):

@@ -285,6 +285,61 @@ class Completion:
 
 
 @dataclass
+class Ran:
+    """Something that ran inside a failing computation (analysis/interference.py):
+    what (irq, softirq, hrtimer, timer, tasklet, work, switch), its
+    identity ("timer ext4_chksum_percpu_scrub") and what else its record says."""
+    ts: int
+    cpu: int
+    what: str
+    name: str
+    detail: str
+
+
+@dataclass
+class Computation:
+    """A failure's whole computation: from its group's first call to the
+    verdict, on the CPUs its calls and verdict ran on."""
+    begin: int
+    end: int
+    cpus: list[int]
+    calls: int
+    inside: list[Ran]
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**dict(d, inside=[Ran(**r) for r in d["inside"]]))
+
+
+@dataclass
+class Suspect:
+    """An identity that ran inside failing computations: in how many (and
+    what share) of the failing ones of its kind, and of the good ones the
+    log covers (None: no good one)."""
+    name: str
+    failing: int
+    failing_share: float
+    good: int
+    good_share: float | None
+
+
+@dataclass
+class Diagnosis:
+    """Why a failure failed, as far as the log can say: window,
+    interference (suspects ranked, first the likeliest) or nothing (then
+    remains says what is left)."""
+    kind: str
+    words: str
+    suspects: list[Suspect]
+    good_computations: int
+    remains: str | None
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**dict(d, suspects=[Suspect(**x) for x in d["suspects"]]))
+
+
+@dataclass
 class Failure(Record):
     """A checksum verdict that failed, traced back to the calls that fed
     it (analysis/correlate.py); the fields in the order the JSON has them."""
@@ -305,12 +360,17 @@ class Failure(Record):
     window_arrivals: list[Arrival]
     block_sector: int | None
     block: Completion | None
+    computation: Computation
+    diagnosis: Diagnosis | None     # None until the log's failures are ranked together
 
     @classmethod
     def from_json(cls, d):
         return cls(**dict(d, call=None if d["call"] is None else Call(**d["call"]),
                           window_arrivals=[Arrival(**a) for a in d["window_arrivals"]],
-                          block=None if d["block"] is None else Completion(**d["block"])))
+                          block=None if d["block"] is None else Completion(**d["block"]),
+                          computation=Computation.from_json(d["computation"]),
+                          diagnosis=None if d["diagnosis"] is None
+                          else Diagnosis.from_json(d["diagnosis"])))
 
     def csv_row(self):
         """The failure flattened to FAILURE_CSV's columns: its first window
@@ -324,11 +384,15 @@ class Failure(Record):
                 w.offset_ns if w else "", w.position if w else "",
                 "" if self.block_sector is None else self.block_sector,
                 b.ts if b else "", b.cpu if b else "", b.latency_ns if b else "",
-                int(b.cross_cpu) if b else ""]
+                int(b.cross_cpu) if b else "",
+                self.diagnosis.kind if self.diagnosis else "",
+                self.diagnosis.suspects[0].name
+                if self.diagnosis and self.diagnosis.suspects else ""]
 
 
 FAILURE_CSV = ["ino", "kind", "meta_block", "dev", "ts", "cpu", "tid", "source",
                "attributed", "group_calls",
                "call_caller", "call_ts", "call_end_ns", "window_arrival_ts",
                "window_arrival_offset_ns", "window_arrival_position",
-               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu"]
+               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu",
+               "diagnosis", "first_suspect"]

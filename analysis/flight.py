@@ -96,7 +96,9 @@ def cut(log, history):
         out.append(snap.view(np.uint8).reshape(1, -1))
         out.extend(log.records[p] for p in parts)
     records = np.concatenate(out) if out else np.zeros((0, chkwinlog.REC_SIZE), np.uint8)
-    header = dict(log.header, record="failures", history=str(history))
+    # The functions' names stay with the records that name them.
+    symbols = {k: v for k, v in (log.trailer or {}).items() if k.startswith("sym.")}
+    header = dict(log.header, record="failures", history=str(history), **symbols)
     return chkwinlog.Log(header, None, records, "complete", 0, "cut down", chkwinlog.VERSION,
                          log.layout)
 
