@@ -171,7 +171,7 @@ def computation(events, group_ts, group_cpus, verdict):
 def rank(failing, good, names):
     """Suspects from the identity sets of the failing and the good
     computations: ran in every failing one first, then by failing share
-    minus good share, then by name."""
+    minus good share, functions before switches, then by name."""
     n_fail, n_good = len(failing), len(good)
     counts_f, counts_g = {}, {}
     for s in failing:
@@ -185,8 +185,9 @@ def rank(failing, good, names):
         ng = counts_g.get(i, 0)
         out.append(Suspect(name=names[i], failing=nf, failing_share=nf / n_fail, good=ng,
                            good_share=ng / n_good if n_good else None))
-    out.sort(key=lambda s: (s.failing < n_fail,
-                            -(s.failing_share - (s.good_share or 0.0)), s.name))
+    # A switch ties with the work it switched to: the function is named first.
+    out.sort(key=lambda s: (s.failing < n_fail, -(s.failing_share - (s.good_share or 0.0)),
+                            s.name.startswith("switch "), s.name))
     return out
 
 
