@@ -37,6 +37,8 @@ from analysis.documents import Computation, Diagnosis, Ran, Suspect
 # The kernel's softirq vectors by number (include/linux/interrupt.h).
 SOFTIRQS = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
             "HRTIMER", "RCU")
+# What names a context, not a function: ranked after a function it ties with.
+CONTEXTS = ("softirq", "switch")
 RAN_IRQ = chkwinlog.RAN.index("irq")
 RAN_SWITCH = chkwinlog.RAN.index("switch")
 WORDS = {
@@ -171,7 +173,7 @@ def computation(events, group_ts, group_cpus, verdict):
 def rank(failing, good, names):
     """Suspects from the identity sets of the failing and the good
     computations: ran in every failing one first, then by failing share
-    minus good share, functions before switches, then by name."""
+    minus good share, functions before contexts, then by name."""
     n_fail, n_good = len(failing), len(good)
     counts_f, counts_g = {}, {}
     for s in failing:
@@ -185,9 +187,10 @@ def rank(failing, good, names):
         ng = counts_g.get(i, 0)
         out.append(Suspect(name=names[i], failing=nf, failing_share=nf / n_fail, good=ng,
                            good_share=ng / n_good if n_good else None))
-    # A switch ties with the work it switched to: the function is named first.
+    # A context ties with what ran in it (a softirq vector with its timer
+    # callback, a switch with the work the worker ran): the function first.
     out.sort(key=lambda s: (s.failing < n_fail, -(s.failing_share - (s.good_share or 0.0)),
-                            s.name.startswith("switch "), s.name))
+                            s.name.split(" ", 1)[0] in CONTEXTS, s.name))
     return out
 
 

@@ -77,7 +77,6 @@ def test_every_kept_ran_hook_attached_and_nothing_lost(runs):
             assert log.header[f"mode.{hook}"] == "tp_btf", hook
         assert log.header["mode.iget"].startswith(chkwinlog.NOT_ATTACHED)
         assert_nothing_lost(log.trailer, {"iget", "sample"})
-        assert int(log.trailer["count.frozen"]) == 0
         assert int(log.trailer["count.ran"]) > 0
 
 
