@@ -81,7 +81,8 @@ class Events:
                     ident, nxt, detail = f"switch to {text}", int(arg[i]), f"pid {int(arg[i])}"
                 elif w == RAN_IRQ:
                     ident = f"irq {symbol(symbols, fn[i])}"
-                    nxt, detail = 0, f"irq {int(arg[i])} {text}".rstrip()
+                    name = irq_names.get(int(arg[i]), "")
+                    nxt, detail = 0, f"irq {int(arg[i])} {name}".rstrip()
                 else:
                     ident = f"{kind} {symbol(symbols, fn[i])}"
                     nxt, detail = 0, text

@@ -558,12 +558,6 @@ static __always_inline void fill_ran(struct chkwin_rec *r, __u8 what, __u64 fn, 
 	r->ran.arg = arg;
 }
 
-static __always_inline void fill_ran_irq(struct chkwin_rec *r, struct irqaction *action,
-					 int irq)
-{
-	fill_ran(r, CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
-	bpf_probe_read_kernel_str(r->ran.comm, sizeof(r->ran.comm), action->name);
-}
 
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
@@ -607,8 +601,8 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	 * Which handler it was, which the irq number alone does not say; its
 	 * ts is the irq record's end_ns, so the two pair up.
 	 */
-	rec_write(CHKWIN_REC_RAN, end, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_ran_irq,
-		  action, irq);
+	rec_write(CHKWIN_REC_RAN, end, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_ran,
+		  CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_IRQ, a->ts);

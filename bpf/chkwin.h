@@ -157,7 +157,8 @@ struct chkwin_watched {
 	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid */ \
 	F(r, __u8, what, , DEC, ALWAYS)	/* enum chkwin_ran_kind, CHKWIN_RAN_TABLE */ \
 	F(r, __u8, pad, [3], PAD, ALWAYS)				\
-	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS) /* irq: the action's name; work, switch: the task */
+	/* work, switch: the task (an irq's action is named by the header's irq.N) */ \
+	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS)
 
 /*
  * The kinds of ran record, each K(NAME, name) in the order of their
