@@ -35,6 +35,7 @@ ENTRY_POINTS = {
     "guest/run.py": "guest.host.run",
     "guest/slurm_local.py": "guest.host.slurmlocal",
     "guest/stockkernel.py": "guest.host.stockkernel",
+    "guest/stocksymbols.py": "guest.host.stocksymbols",
     "guest/testdisk.py": "guest.host.testdisk",
     "guest/toolsdisk.py": "guest.host.toolsdisk",
 }

@@ -3,6 +3,7 @@ first, from the statistics of its record (analysis/experiment.py's
 Results).  `chkwin-analyze report` prints them and the report leads with
 them; the demo (guest/lab_demo.py) prints them at its end."""
 
+import math
 from typing import NamedTuple
 
 from analysis import correlate
@@ -27,10 +28,11 @@ def verdicts(res):
             out.append(Verdict("window", f"the emulated window and the failures: {v.text}"))
         elif c["key"] == "control":
             expect = ""
-            if c["expect"] is not None:
-                inside = v.ci95[0] <= c["expect"] <= v.ci95[1]
-                expect = (f"; the model predicts {c['expect']:.2f}, "
-                          f"{'inside' if inside else 'OUTSIDE'} the 95% interval")
+            if c["model"]:
+                m = c["model"]
+                expect = (f"; the model predicts {c['expect']:.2f}: measured/predicted "
+                          f"{m['ratio']:.3g} (90% CI {interval(*m['ci90'])}, 95% CI "
+                          f"{interval(*m['ci95'])}): {model_words(m)}")
             out.append(Verdict("control", f"positive control (a known difference: the loop of "
                                           f"{c['label'].split('/')[0]} against the listing's "
                                           f"window): {v.text}{expect}"))
@@ -84,18 +86,31 @@ def verdicts(res):
     return out
 
 
+# How a check against the model (experiment.agreement) reads.
+MODEL_WORDS = {"differs": "disagrees with the model",
+               "agrees": f"agrees within +-{MODEL_MARGIN * 100:.0f}%",
+               "undecided": f"undecided within +-{MODEL_MARGIN * 100:.0f}%"}
+
+
+def model_words(check):
+    """How one check against the model reads (a model_fit group or the
+    control's), "disagrees" said to be by less than the margin where its
+    90% interval lies inside it, as verdict.compare says "differs"."""
+    words = MODEL_WORDS[check["kind"]]
+    if check["kind"] == "differs" and check.get("within_margin"):
+        words += f", by less than +-{MODEL_MARGIN * 100:.0f}%"
+    return words
+
+
 def model_line(check):
     """How the model did over every windowed condition (experiment.model_fit):
     its goodness of fit, and measured / predicted by W against 1 within
     MODEL_MARGIN."""
-    band = f"+-{MODEL_MARGIN * 100:.0f}%"
-    words = {"differs": "differs from the model",
-             "agrees": f"agrees within {band}", "undecided": f"undecided within {band}"}
     per_w = "; ".join(
         f"W = {g['W']} ({', '.join(g['conditions'])}): {g['measured']} against "
         f"{g['predicted']:.1f}, measured/predicted {g['ratio']:.3g} (95% CI "
         f"{interval(*g['ci95'])}, 90% {interval(*g['ci90'])}; dispersion {g['phi']:.2g} on "
-        f"{g['df']} df): {words[g['kind']]}"
+        f"{g['df']} df): {model_words(g)}"
         for g in check["by_w"])
     fit = "fits" if check["p"] >= 0.05 else "does NOT fit"
     return (f"the model (W x lambda x 2^N ns a call, predicted before the boots) {fit}: "
@@ -139,3 +154,33 @@ def dose_line(d):
             f"{how['unit']} (95% CI {interval(lo, hi)}), intercept {d['intercept']:.3g} "
             f"({interval(ilo, ihi)}), R^2 {d['r2']:.2f}, {len(d['points'])} points, "
             f"{'t on ' + str(d['df']) + ' df' if d['df'] > 0 else 'two points: no scatter to see'}")
+
+
+def _number(x):
+    """A float for JSON: null where it is unbounded or undefined."""
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _verdict_json(v):
+    return {"kind": v.kind, "ratio": _number(v.ratio),
+            "ci95": [_number(x) for x in v.ci95], "ci90": [_number(x) for x in v.ci90],
+            "dispersion": v.phi, "df": v.df, "within_margin": v.within_margin,
+            "more_boots": v.more}
+
+
+def as_json(res):
+    """The comparisons' verdicts as verdicts.json has them (null: unbounded):
+    each with its key, label, kind, ratio and intervals, the text the
+    report prints, the boots flagged as aberrant and, where there are any,
+    the verdict without them (the kind is a decision only where both
+    reach it: verdict.with_and_without)."""
+    out = []
+    for c in res.comparisons:
+        v = c["verdict"]
+        out.append({"key": c["key"], "label": c["label"], **_verdict_json(v),
+                    "text": v.text,
+                    "flagged": [dict(f, expected=round(f["expected"], 3),
+                                     residual=round(f["residual"], 3),
+                                     threshold=round(f["threshold"], 3)) for f in v.flagged],
+                    "without_flagged": _verdict_json(v.without) if v.without else None})
+    return {"margin": res.doc.settings.margin, "comparisons": out}

@@ -2,22 +2,32 @@
 from_json: an experiment's record (experiment.json: its conditions, every
 boot's result, the boots lost, its settings and plan), which
 guest/host/lab_demo.py writes as its run goes and analysis/experiment.py
-reads; and a checksum failure as analysis/correlate.py finds it
-(`chkwin-analyze correlate` prints them).
+reads; a boot's own status (status.json), which guest/host/run.py's boot()
+returns and writes and the lab reads; and a checksum failure as
+analysis/correlate.py finds it (`chkwin-analyze correlate` prints them).
 
 experiment.json carries VERSION; a record of none was written before
 records had one, in the layout of version 1, and is read as that (results
-already recorded stay readable); another version is refused in one line."""
+already recorded stay readable); another version is refused in one line.
+status.json carries BOOT_VERSION likewise; one without a version was
+written before it had one, and what it lacks takes its field's default."""
 
 import dataclasses
 import json
 import pathlib
 from dataclasses import dataclass, field
 
+from common.errors import OneLineError
+from common.jsonfile import write_json
+
 VERSION = 1
 
 
 class ExperimentError(Exception):
+    pass
+
+
+class BootStatusError(OneLineError):
     pass
 
 
@@ -130,6 +140,82 @@ class Settings(Record):
     sample_hz: int
     windows: dict = field(default_factory=dict)    # {flavour: window names}
     workload: str
+
+
+BOOT_VERSION = 2
+
+
+@dataclass(kw_only=True)
+class BootStatus(Record):
+    """status.json: what a boot booted (None in a replay's, whose recording
+    says) and what its console said of it.  Version 2 added version and
+    reason."""
+    version: int = BOOT_VERSION
+    flavour: str | None = None
+    kernel: str | None = None       # the kernel's cache entry: two builds of a flavour apart
+    stock_package: str | None = None
+    root: str | None = None
+    scenario: str | None = None
+    duration: int | None = None
+    append: str | None = None
+    lab_windows: bool | None = None
+    singlestep: bool | None = None
+    smp: int | None = None
+    clock: dict | None = None       # guest/host/run.py's clock_settings()
+    phase_seed: int | None = None
+    passes: int | None = None
+    replay_of: str | None = None    # a replay's: the recorded boot's directory
+    ending: str                     # exited, hang or panic
+    qemu_exit: int | None = None
+    scenario_status: int | None = None
+    wall_seconds: float | None = None
+    guest_uptime: float | None = None
+    checksum_invalid: int = 0       # inode failures, as the first status.json had them
+    checksum_failures: dict = field(default_factory=dict)  # by kind (guest/host/kmsg.py)
+    checksum_failures_total: int = 0
+    checksum_calls: int | None = None
+    interrupts: dict | None = None  # guest/host/interrupts.py's counts
+    chkwin: dict | None = None      # chkwin's closing record, as the console had it
+    reason: str | None = None       # why the boot failed, one line; None when it did not
+    omitted_when_none = ("replay_of", "reason")
+
+    # What a boot whose version-less status.json predates a field had.
+    UNVERSIONED_BOOT = {"root": "initramfs", "append": "", "lab_windows": False,
+                        "singlestep": False, "clock": {"kind": "host"}}
+
+    @classmethod
+    def from_json(cls, d):
+        version = d.get("version")
+        if version is None:
+            # Before versions, fields came one by one: keep the ones declared,
+            # and give a boot (not a replay) what it had before the others.
+            names = {f.name for f in dataclasses.fields(cls)}
+            d = {k: v for k, v in d.items() if k in names}
+            if "replay_of" not in d:
+                d = {**cls.UNVERSIONED_BOOT, **d}
+            d.setdefault("checksum_failures", {"inode": d.get("checksum_invalid", 0)})
+            d.setdefault("checksum_failures_total", sum(d["checksum_failures"].values()))
+            d["version"] = 1
+        elif version != BOOT_VERSION:
+            raise BootStatusError(f"a status of version {version!r}; "
+                                  f"this lab reads version {BOOT_VERSION}")
+        return cls(**d)
+
+    @classmethod
+    def read(cls, path):
+        """The status in file path; BootStatusError, one line, when it
+        cannot be read."""
+        try:
+            return cls.from_json(json.loads(pathlib.Path(path).read_text()))
+        except OSError as e:
+            raise BootStatusError(f"{path}: {e.strerror}") from None
+        except BootStatusError as e:
+            raise BootStatusError(f"{path}: {e}") from None
+        except (ValueError, TypeError, AttributeError) as e:
+            raise BootStatusError(f"{path}: not a boot's status ({e!r})") from None
+
+    def write(self, path):
+        write_json(path, self.to_json())
 
 
 @dataclass(kw_only=True)

@@ -54,6 +54,20 @@ DOSES = {
 
 
 
+def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
+    """(kind, inside): measured against predicted (a ratio of the two, its
+    intervals) decided as verdict.compare decides equivalence.  inside:
+    the 90% interval lies inside 1/(1+margin)..1+margin and the spread was
+    estimated (never on 0 df).  kind: "differs" when the 95% interval
+    excludes 1 (with inside, by less than the margin: a difference the
+    model is within +-margin of, not a miss); "agrees" within +-margin
+    when inside; else "undecided".  An interval that merely holds the
+    prediction agrees with nothing."""
+    inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
+    return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
+            "agrees" if inside else "undecided"), inside
+
+
 def is_control(c):
     """The block-boundary controls: gcc49-exact on the host clock, where
     only -singlestep lets an interrupt land in its window."""
@@ -97,7 +111,8 @@ def dispersion_from(run_dir):
 
 def fit_line(points):
     """Weighted least squares y = intercept + slope * x over points (x, y,
-    var, k, n), weights from each point's variance.  With more than two
+    var, k, n, ci, phi), weights from each point's variance (its own
+    dispersion's: ci is its 95% interval, phi that dispersion).  With more than two
     points the residual scatter, where it exceeds what the variances
     allow, widens the intervals, and t on n - 2 degrees of freedom carries
     its uncertainty; the trend test is whether the slope's 95% interval
@@ -120,7 +135,7 @@ def fit_line(points):
     ybar = sy / sw
     r2 = 1 - chi2 / float(np.sum(w * (y - ybar) ** 2)) if np.any(y != ybar) else math.nan
     return {"points": [{"x": float(p[0]), "per_million": p[1], "failures": p[3],
-                        "calls": p[4], "residual": float(r)}
+                        "calls": p[4], "ci": p[5], "phi": p[6], "residual": float(r)}
                        for p, r in zip(points, resid)],
             "slope": slope, "slope_ci": (slope - q * se_slope, slope + q * se_slope),
             "intercept": intercept,
@@ -173,17 +188,14 @@ def model_fit(rows):
         rel = sum(r["predicted"] ** 2 / max(r["timer"], 1) for r in group) / pred ** 2
         ratio, ci95 = model.ratio_to_model(k, pred, phi, fit.level(0.95), rel)
         _, ci90 = model.ratio_to_model(k, pred, phi, fit.level(0.90), rel)
-        # As verdicts: agreement is a claim about the spread too, never on 0 df.
-        inside = bool(fit.df) and 1 / (1 + MODEL_MARGIN) <= ci90[0] and \
-            ci90[1] <= 1 + MODEL_MARGIN
-        kind = ("differs" if ci95[0] > 1 or ci95[1] < 1 else
-                "agrees" if inside else "undecided")
+        kind, inside = agreement(ci95, ci90, fit.df)
         t = (k - pred) / math.sqrt(phi * pred + pred ** 2 * rel)
         z = float(stats.norm.isf(stats.t.sf(t, fit.df))) if fit.df else t
         chi2 += min(z * z, 1e6)
         by_w.append({"W": w, "conditions": [r["condition"] for r in group],
                      "measured": k, "predicted": pred, "ratio": ratio, "ci95": ci95,
-                     "ci90": ci90, "kind": kind, "phi": phi, "df": fit.df})
+                     "ci90": ci90, "kind": kind, "within_margin": inside, "phi": phi,
+                     "df": fit.df})
     return {"chi2": chi2, "df": len(by_w), "p": float(stats.chi2.sf(chi2, len(by_w))),
             "by_w": by_w}
 
@@ -210,24 +222,52 @@ class Results:
         """The design's blocks, as the verdicts name them."""
         return "phase-seed pairs" if self.paired else "rounds"
 
-    def blocks(self, name):
-        """The block of each of a condition's boots: boots that share a phase
-        seed are paired (the n-th boot of every condition), else a round is a
-        block (rounds interleave the conditions, so whatever drifts over a
-        run's time, host load among it, is shared within one)."""
-        return [("seed", b.phase_seed) if self.paired else ("round", b.round)
-                for b in self.doc.boots_of(name)]
+    def boots(self, name, drop=frozenset()):
+        """A condition's boots in the order they ran, less those in drop
+        (boot directories)."""
+        return [b for b in self.doc.boots_of(name) if b.dir not in drop]
 
-    def fit(self, conds):
-        """The dispersion of the boots of conds about their own rates, within
-        the design's blocks where two conditions with failures share them
-        (one alone would spend a degree of freedom a block on nothing)."""
-        doc = self.doc
-        failing = [c for c in conds if sum(k for k, _ in doc.counts(c.name))]
-        if len(failing) < 2:
-            return verdict.fit(*[doc.counts(c.name) for c in conds])
-        return verdict.fit_blocked([doc.counts(c.name) for c in conds],
-                                   [self.blocks(c.name) for c in conds])
+    def counts(self, name, drop=frozenset()):
+        """[(failures, calls)] of a condition's boots less those in drop."""
+        return [(b.failures_total, b.calls) for b in self.boots(name, drop)]
+
+    def blocks(self, name, drop=frozenset()):
+        """The block of each of a condition's boots (less those in drop):
+        boots that share a phase seed are paired (the n-th boot of every
+        condition), else a round is a block (rounds interleave the
+        conditions, so whatever drifts over a run's time, host load among
+        it, is shared within one)."""
+        return [("seed", b.phase_seed) if self.paired else ("round", b.round)
+                for b in self.boots(name, drop)]
+
+    def blocked(self, conds):
+        """Whether conds' spread is taken within the design's blocks: where
+        two conditions with failures share them (one alone would spend a
+        degree of freedom a block on nothing)."""
+        return sum(1 for c in conds if sum(k for k, _ in self.doc.counts(c.name))) >= 2
+
+    def fit(self, conds, drop=frozenset()):
+        """The dispersion of the boots of conds (less those in drop) about
+        their own rates, within the design's blocks where blocked()."""
+        counts = [self.counts(c.name, drop) for c in conds]
+        if not self.blocked(conds):
+            return verdict.fit(*counts)
+        return verdict.fit_blocked(counts, [self.blocks(c.name, drop) for c in conds])
+
+    def aberrant(self, conds):
+        """The boots of conds that verdict.aberrant flags, as the fit of
+        their comparison has them (within blocks where blocked()):
+        Verdict.flagged's dicts."""
+        blocks = [self.blocks(c.name) if self.blocked(conds) else [0] * len(self.boots(c.name))
+                  for c in conds]
+        found = verdict.aberrant([self.counts(c.name) for c in conds], blocks)
+        out = []
+        for a in found:
+            b = self.boots(conds[a.condition].name)[a.boot]
+            out.append({"boot": b.dir, "condition": b.condition, "phase_seed": b.phase_seed,
+                        "failures": a.failures, "expected": a.expected,
+                        "residual": a.residual, "threshold": a.threshold})
+        return out
 
     @cached_property
     def spread(self):
@@ -238,11 +278,12 @@ class Results:
         those have no degree of freedom, and plans the next run."""
         return self.fit([c for c in self.doc.conditions if c.kind in REPLICATED])
 
-    def comparison_spread(self, conds):
-        """The spread a comparison of conds uses: their own boots', within
-        blocks; the pooled one, said so, where theirs has no degree of
-        freedom (one boot a condition, or no failure on one side)."""
-        own = self.fit(conds)
+    def comparison_spread(self, conds, drop=frozenset()):
+        """The spread a comparison of conds uses: their own boots' (less
+        those in drop), within blocks; the pooled one, said so, where
+        theirs has no degree of freedom (one boot a condition, or no
+        failure on one side)."""
+        own = self.fit(conds, drop)
         if own.df:
             return dataclasses.replace(own, source=f"(its own boots, within {self.within})")
         return dataclasses.replace(
@@ -354,24 +395,39 @@ class Results:
     @cached_property
     def comparisons(self):
         """The experiment's comparisons, each with its own spread
-        (comparison_spread): [{key, label, verdict, expect}], expect the
-        model's ratio where the model predicts one (the positive control)."""
+        (comparison_spread): [{key, label, verdict, expect, asks, boots}],
+        expect the model's ratio where the model predicts one (the positive
+        control; then expect_ci, its own 95% interval from the counted
+        ticks, and model, the control's ratio against it), asks the verdict
+        the comparison is there for ("differs" or "equivalent"), boots each
+        side's."""
         doc = self.doc
         margin = doc.settings.margin
         window = doc.settings.window
         out = []
 
-        def pooled_over(conds):
-            return [x for c in conds for x in doc.counts(c.name)]
+        def pooled_over(conds, drop=frozenset()):
+            return [x for c in conds for x in self.counts(c.name, drop)]
 
-        def compare(a, b, names):
-            return verdict.compare(pooled_over(a), pooled_over(b), margin, names=names,
-                                   spread=self.comparison_spread(a + b))
+        def compare(a, b, names, cap=None):
+            def on(drop):
+                return verdict.compare(pooled_over(a, drop), pooled_over(b, drop), margin,
+                                       names=names, spread=self.comparison_spread(a + b, drop),
+                                       paired=self.paired, cap=cap)
+            v = on(frozenset())
+            # A decision one boot turns is no decision: where a boot is
+            # aberrant, the verdict must hold without it as well.
+            flagged = self.aberrant(a + b)
+            if not flagged:
+                return v
+            return verdict.with_and_without(v, on(frozenset(f["boot"] for f in flagged)),
+                                            flagged)
 
         primary = doc.select(kind="counting", window=window, singlestep=False)
         off = doc.select(kind="counting", window="off")
         if pooled_over(primary) and pooled_over(off):
-            out.append({"key": "window", "label": f"{window}/off",
+            out.append({"key": "window", "label": f"{window}/off", "asks": "differs",
+                        "boots": (len(pooled_over(primary)), len(pooled_over(off))),
                         "verdict": compare(primary, off, (window, "off")), "expect": None})
         predicted = {r["condition"]: r for r in self.model_rows}
         for c in doc.select(kind="control"):
@@ -381,9 +437,24 @@ class Results:
             pa, pb = predicted.get(c.name), predicted.get(ref.name)
             want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"]) \
                 if pa and pb and pb["predicted"] > 0 else None
+            v = compare([c], [ref], (f"width {c.width}", window))
+            # The control against the model's ratio, as the model check
+            # tests the model (the prediction's own error, from counted
+            # ticks, is a fraction of a per cent and left out).
+            model_vs = want_ci = None
+            if want:
+                # A ratio of two Poisson tick counts' rates, on the log scale.
+                s = math.sqrt(1 / pa["timer"] + 1 / pb["timer"])
+                want_ci = (want * math.exp(-verdict.Z95 * s), want * math.exp(verdict.Z95 * s))
+                ci95, ci90 = (tuple(x / want for x in ci) for ci in (v.ci95, v.ci90))
+                kind, inside = agreement(ci95, ci90, v.df)
+                model_vs = {"ratio": v.ratio / want, "ci95": ci95, "ci90": ci90,
+                            "kind": kind, "within_margin": inside}
             out.append({"key": "control", "label": f"width {c.width}/{window}",
-                        "verdict": compare([c], [ref], (f"width {c.width}", window)),
-                        "expect": want})
+                        "asks": "differs", "boots": (len(doc.boots_of(c.name)),
+                                                     len(doc.boots_of(ref.name))),
+                        "verdict": v, "expect": want, "expect_ci": want_ci,
+                        "model": model_vs})
         aa = doc.select(kind="aa")
         flav = aa if len(aa) == 2 else primary
         if len(flav) == 2:
@@ -392,15 +463,24 @@ class Results:
                 names = (second.flavour, first.flavour)
                 out.append({"key": "flavour", "label": "/".join(names) +
                             (f" at width {first.width}" if aa else ""), "aa": bool(aa),
+                            "asks": "equivalent", "boots": (len(doc.boots_of(second.name)),
+                                                            len(doc.boots_of(first.name))),
                             "width": first.width,
-                            "verdict": compare([second], [first], names), "expect": None})
+                            "verdict": compare([second], [first], names,
+                                               cap=doc.settings.max_aa_boots if aa else None),
+                            "expect": None})
         return out
 
-    def _point(self, name, x, phi):
-        """(x, failures per 1M calls, its variance, failures, calls) of a
-        condition's pooled boots."""
+    def _point(self, name, x):
+        """(x, failures per 1M calls, its variance, failures, calls, its 95%
+        interval, dispersion) of a condition's pooled boots, with the
+        condition's own dispersion (the pooled one where its boots give
+        none), as the conditions table has it: points whose boots spread
+        more weigh less and show wider bars."""
+        row = next(r for r in self.condition_rows if r["condition"] == name)
         k, n = verdict.pooled(self.doc.counts(name))
-        return (x, k / n * PER, phi * max(k, 1) / n ** 2 * PER ** 2, k, n)
+        return (x, k / n * PER, row["phi"] * max(k, 1) / n ** 2 * PER ** 2, k, n, row["ci"],
+                row["phi"])
 
     def dose(self, which):
         """Failures per million calls against a dose (DOSES) on the sweep's
@@ -410,13 +490,12 @@ class Results:
         boots, "rate" the measured interrupt rate of the rate boots (in
         thousands per second).  None without two points."""
         doc = self.doc
-        phi = self.spread.scale()
         if which == "width":
             sweep = doc.select(kind="dose")
             if not sweep:
                 return None
             flavour = sweep[0].flavour
-            points = [self._point(c.name, c.width, phi)
+            points = [self._point(c.name, c.width)
                       for c in doc.select(flavour=flavour, window="gcc49", singlestep=False)
                       if c.kind in ("counting", "dose", "control")
                       and doc.boots_of(c.name)]
@@ -430,7 +509,7 @@ class Results:
                 boots = doc.boots_of(c.name)
                 seconds = sum(b.guest_seconds for b in boots)
                 x = sum(b.arrivals_per_s * b.guest_seconds for b in boots) / seconds
-                points.append(self._point(c.name, x / 1000, phi))
+                points.append(self._point(c.name, x / 1000))
         if len(points) < 2:
             return None
         fit = fit_line(points)

@@ -2,7 +2,8 @@
 (analysis/experiment.py's Results).  It leads with two: every
 comparison's ratio with its 90% and 95% intervals against 1 and the
 equivalence margin (a forest plot), and measured against predicted
-failures on log axes; a dose sweep adds its dose-response plots; a run
+failures on log axes; then each condition's boots one by one, aberrant
+ones marked; a dose sweep adds its dose-response plots; a run
 whose failures were walked by replay opens with one of them on the
 instruction count."""
 
@@ -14,22 +15,27 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
-from analysis.experiment import DOSES, PER  # noqa: E402
-from analysis.poisson import poisson_ci  # noqa: E402
+from analysis.experiment import DOSES, PER, REPLICATED  # noqa: E402
 from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",
            "agrees": "tab:green"}
+MARKERS = ("D", "s", "^", "o", "v", "P")
 
 
-def _intervals(ax, rows, lo_edge, hi_edge, margin, notes):
-    """One panel of the forest plot between lo_edge and hi_edge."""
-    ax.axvspan(1 / (1 + margin), 1 + margin, color="tab:green", alpha=0.12,
-               label=f"equivalence margin +-{margin * 100:.0f}%")
+def _intervals(ax, rows, lo_edge, hi_edge, margin):
+    """One panel of the forest plot between lo_edge and hi_edge: each row's
+    90% (thick) and 95% (thin) interval and ratio, the equivalence band on
+    the rows that ask equivalence, and the model's prediction with its own
+    95% interval where there is one.  No text in the panel: the rows are
+    described in their labels, which cannot overprint each other."""
     ax.axvline(1, color="black", lw=0.8)
     for y, c in enumerate(reversed(rows)):
         v = c["verdict"]
         colour = COLOURS[v.kind]
+        if c.get("asks") == "equivalent":
+            ax.fill_between([1 / (1 + margin), 1 + margin], y - 0.4, y + 0.4,
+                            color="tab:green", alpha=0.15, lw=0)
         for (lo, hi), lw in ((v.ci95, 1.5), (v.ci90, 5)):
             if hi < lo_edge or lo > hi_edge:
                 continue
@@ -38,20 +44,29 @@ def _intervals(ax, rows, lo_edge, hi_edge, margin, notes):
             if hi > hi_edge:
                 ax.annotate("", xy=(hi_edge, y), xytext=(hi_edge / 1.15, y),
                             arrowprops={"arrowstyle": "->", "color": colour})
-        x = min(v.ratio, hi_edge)
-        if lo_edge <= v.ratio <= hi_edge or (notes and v.ratio > hi_edge):
-            ax.plot([x], [y], "D", color=colour, ms=7)
-        if c.get("expect") and lo_edge <= c["expect"] <= hi_edge:
-            ax.plot([c["expect"]], [y], "|", color="black", ms=18, mew=2)
-        if notes:
-            ratio = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
-            hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
-            ax.annotate(f"{v.kind}: {ratio}, 90% CI {v.ci90[0]:.3g}-{hi}",
-                        (max(min(x, hi_edge), lo_edge), y), xytext=(-4, 9),
-                        textcoords="offset points", fontsize=8, color=colour, ha="right")
+        if lo_edge <= v.ratio <= hi_edge:
+            ax.plot([v.ratio], [y], "D", color=colour, ms=7)
+        expect, spread = c.get("expect"), c.get("expect_ci")
+        if expect and lo_edge <= expect <= hi_edge:
+            # Below the row's own interval, so the two never hide each other.
+            lo, hi = spread or (expect, expect)
+            ax.plot([max(lo, lo_edge), min(hi, hi_edge)], [y - 0.25] * 2, color="black", lw=1.5)
+            ax.plot([expect], [y - 0.25], "|", color="black", ms=10, mew=2)
     ax.set_xscale("log")
     ax.set_xlim(lo_edge, hi_edge)
     ax.set_ylim(-0.7, len(rows) - 0.3)
+
+
+def _row_label(c):
+    """A forest plot row's label: the comparison, its verdict with the
+    ratio and 90% interval, and its boots, df and dispersion."""
+    v = c["verdict"]
+    ratio = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
+    hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
+    boots = " and ".join(map(str, c["boots"]))
+    spread = (f"dispersion {v.phi:.2g} on {v.df} df" if v.df else
+              "no df: Poisson assumed")
+    return f"{c['label']}\n{v.kind}: {ratio}, 90% CI {v.ci90[0]:.3g}-{hi}\n{boots} boots, {spread}"
 
 
 def forest(comparisons, margin, path):
@@ -59,22 +74,68 @@ def forest(comparisons, margin, path):
     log axis wide enough for all (an infinite end is an arrow); right, the
     same near 1, where the margin is, so an A/A interval is visible."""
     rows = [c for c in comparisons if c["verdict"].ratio is not None]
-    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(10, 1.4 + 0.8 * max(len(rows), 1)), dpi=100,
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(11, 1.6 + 1.0 * max(len(rows), 1)), dpi=100,
                                    sharey=True, width_ratios=(3, 2), layout="constrained")
-    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio)
+    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio,
+                                        *(c.get("expect_ci") or ()))
               if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
-    _intervals(ax, rows, min(finite) / 1.5, max(finite) * 1.5, margin, notes=True)
-    _intervals(zoom, rows, 1 / (1 + 2.5 * margin), 1 + 2.5 * margin, margin, notes=False)
-    ax.set_yticks(range(len(rows)), [c["label"] for c in reversed(rows)])
-    ax.set_xlabel("rate ratio (log): thick 90% CI, thin 95% CI, | the model's prediction")
+    _intervals(ax, rows, min(finite) / 1.5, max(finite) * 1.5, margin)
+    _intervals(zoom, rows, 1 / (1 + 2.5 * margin), 1 + 2.5 * margin, margin)
+    ax.set_yticks(range(len(rows)), [_row_label(c) for c in reversed(rows)], fontsize=8)
+    ax.set_xlabel("rate ratio (log): thick 90% CI, thin 95% CI; below, black: the model's "
+                  "prediction with its 95% CI", fontsize=9)
     zoom.set_xlabel(f"near 1: +-{2.5 * margin * 100:.0f}%")
     for which in (zoom.xaxis.set_major_formatter, zoom.xaxis.set_minor_formatter):
         which(matplotlib.ticker.FormatStrFormatter("%.2f"))
     zoom.tick_params(axis="x", which="both", labelsize=7)
-    fig.suptitle("Every comparison against 1 and the equivalence margin")
-    zoom.legend(loc="lower right", fontsize=8)
+    fig.suptitle(f"Every comparison against 1; green: the equivalence margin +-"
+                 f"{margin * 100:.0f}%, on the rows that ask equivalence")
     fig.savefig(path)
     plt.close(fig)
+
+
+def per_boot(res, path):
+    """Each replicated condition's failures per million calls boot by boot
+    (x: the boot's number in its condition, the phase-seed pair it belongs
+    to on icount), its pooled rate with the 95% interval of its own spread
+    as a band, and the boots a verdict flagged as aberrant circled and
+    named.  Conditions without a failure have nothing to show and are
+    left out (said in the title).  False when no condition has one."""
+    rows = {r["condition"]: r for r in res.condition_rows}
+    conds = [c for c in res.doc.conditions if c.kind in REPLICATED and rows[c.name]["failures"]]
+    if not conds:
+        return False
+    flagged = {f["boot"] for c in res.comparisons for f in c["verdict"].flagged}
+    fig, axes = plt.subplots(len(conds), 1, figsize=(8, 1.2 + 1.5 * len(conds)), dpi=100,
+                             sharex=True, layout="constrained", squeeze=False)
+    for ax, c in zip(axes[:, 0], conds):
+        boots = res.doc.boots_of(c.name)
+        r = rows[c.name]
+        # Each boot at its phase seed (its round on the host clock): a pair
+        # lines up across conditions even where a boot of it was lost.
+        xs = [b.phase_seed if b.phase_seed is not None else b.round for b in boots]
+        ys = [b.failures_total / b.calls * PER for b in boots]
+        ax.axhspan(*r["ci"], color="tab:blue", alpha=0.15)
+        ax.axhline(r["per_million"], color="tab:blue", lw=0.8)
+        ax.plot(xs, ys, "o", color="tab:blue", ms=4)
+        for x, y, b in zip(xs, ys, boots):
+            if b.dir in flagged:
+                ax.plot([x], [y], "o", mfc="none", mec="tab:red", ms=12, mew=2)
+                ax.annotate(f"{b.dir}: aberrant", (x, y), xytext=(8, -3),
+                            textcoords="offset points", fontsize=8, color="tab:red")
+        ax.set_title(c.name, loc="left", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.margins(y=0.25)
+    axes[-1, 0].set_xlabel("phase seed (the pair; the round on the host clock)")
+    axes[-1, 0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    left = len([c for c in res.doc.conditions if c.kind in REPLICATED]) - len(conds)
+    fig.supylabel("failures per million calls", fontsize=9)
+    fig.suptitle("Boot by boot (band: the condition's pooled rate, 95% CI; red: flagged as "
+                 "aberrant)" + (f"\n{left} condition{'s' if left != 1 else ''} without a "
+                                "failure left out" if left else ""), fontsize=9)
+    fig.savefig(path)
+    plt.close(fig)
+    return True
 
 
 def predicted_measured(rows, check, margin, path):
@@ -104,16 +165,17 @@ def predicted_measured(rows, check, margin, path):
     rax.axhline(1, color="black", lw=0.8)
     floor = min([0.5] + [g["ci95"][0] for g in check["by_w"] if g["ci95"][0] > 0]
                 + [g["ci95"][1] / 2 for g in check["by_w"]])
-    for g in check["by_w"]:
+    for n, g in enumerate(check["by_w"]):
         colour = COLOURS["differs" if g["kind"] == "differs" else
                          "agrees" if g["kind"] == "agrees" else "undecided"]
         y = max(g["ratio"], floor)
         for (lo, hi), lw in ((g["ci95"], 1.5), (g["ci90"], 5)):
             rax.plot([g["predicted"]] * 2, [max(lo, floor), hi], color=colour, lw=lw,
                      solid_capstyle="butt")
-        rax.plot([g["predicted"]], [y], "D", color=colour, ms=6)
-        rax.annotate(f"W = {g['W']}: {g['kind']}", (g["predicted"], y), xytext=(6, 0),
-                     textcoords="offset points", fontsize=8, color=colour)
+        # Named in the legend, each W its marker: groups whose predictions
+        # lie close (W = 1 and W = 3) cannot overprint each other's names.
+        rax.plot([g["predicted"]], [y], MARKERS[n % len(MARKERS)], color=colour, ms=7,
+                 label=f"W = {g['W']}: {'disagrees' if g['kind'] == 'differs' else g['kind']}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*edge)
@@ -132,20 +194,17 @@ def predicted_measured(rows, check, margin, path):
 
 def dose_plot(d, path):
     """d: one of Results.doses.  Above, failures per million calls at each
-    dose with their Poisson intervals and the weighted line; below, the
-    residuals."""
+    dose with the 95% interval of its own dispersion (the one its weight in
+    the fit comes from) and the weighted line; below, the residuals."""
     how = DOSES[d["dose"]]
     fig, (ax, rax) = plt.subplots(2, 1, figsize=(7, 6), dpi=100, sharex=True,
                                   height_ratios=(3, 1), layout="constrained")
     xs = [p["x"] for p in d["points"]]
     ys = [p["per_million"] for p in d["points"]]
-    err = []
-    for p in d["points"]:
-        lo, hi = poisson_ci(p["failures"])
-        err.append((p["per_million"] - lo / p["calls"] * PER,
-                    hi / p["calls"] * PER - p["per_million"]))
+    err = [(p["per_million"] - p["ci"][0], p["ci"][1] - p["per_million"])
+           for p in d["points"]]
     ax.errorbar(xs, ys, yerr=np.array(err).T, fmt="o", capsize=3,
-                label="failures per 1M calls (Poisson 95% CI)")
+                label="failures per 1M calls (95% CI of its own dispersion)")
     grid = np.linspace(0, max(xs) * 1.05, 50)
     ax.plot(grid, d["intercept"] + d["slope"] * grid, "-",
             label=f"weighted fit: slope {d['slope']:.3g} per {how['unit']}, intercept "

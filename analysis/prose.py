@@ -91,8 +91,9 @@ def plan_line(doc):
                  + planning.describe_range(s.plan_power_range, first,
                                            s.max_aa_boots))
     if again:
-        text += (f"; re-estimated blind at {again['at']} boots a flavour (the flavours "
-                 f"lumped: dispersion {again['phi']:.2f}), {again['before']} -> "
+        text += (f"; re-estimated at {again['at']} boots a flavour (dispersion "
+                 f"{again['phi']:.2f} about a rate per flavour, within phase-seed pairs), "
+                 f"{again['before']} -> "
                  f"{again['boots']} boots a flavour")
     if missing:
         text += (f"; {len(missing)} boot{'s' if len(missing) != 1 else ''} lost on every "

@@ -6,6 +6,7 @@ both, since header strings are whatever the guest wrote."""
 
 import base64
 import html
+import json
 import pathlib
 import re
 
@@ -187,6 +188,9 @@ def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
         figures.predicted_measured(res.model_rows, res.model_check, experiment.MODEL_MARGIN,
                                    outdir / "model.png")
         leading.append(("model.png", "predicted against measured"))
+    if figures.per_boot(res, outdir / "boots.png"):
+        leading.append(("boots.png", "each condition's rate boot by boot, aberrant boots marked"))
+    (outdir / "verdicts.json").write_text(json.dumps(decisions.as_json(res), indent=1) + "\n")
     doses = []
     for d in res.doses:
         name = f"dose-{d['dose']}.png"

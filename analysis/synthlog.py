@@ -168,35 +168,77 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_k
     if dirs and head_kw.get("verify") == "absent":
         raise ValueError("metadata verdicts need the verify tracepoint")
     rng = np.random.default_rng(seed)
+    slots = _slots(igets, cpus, inodes)
+    issue, done = _block_reads(slots, cpus, rng)
+    calls, verify, iget = _iget_records(slots, igets)
+    irq_in, irq_out = _background_irqs(slots, calls, igets, rng)
+    # Without the verify tracepoint (fallback) only iget tells of failures.
+    verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
+    # Failures, away from the first and last slots and from each other.
+    extra = dirs + 2 if dirs else 0
+    chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m + extra,
+                        replace=False)
+    outcomes = {"seed": {"failed": 0, "matched": 0, "not verified": 0},
+                "inode": {"failed": 0, "matched": 0, "not verified": 0}}
+    meta_rows, expected = _metadata_failures(slots, chosen[k + m:], dirs, outcomes, rng)
+    win_rows, inode_expected = _inode_failures(slots, chosen[:k + m], k, calls, verify,
+                                               iget, verdicts, done, outcomes, cpus, rng)
+    expected += inode_expected
+    flat = calls.reshape(-1)
+    parts = [_raw(issue), _raw(done), _raw(flat), _raw(irq_in), _raw(irq_out)] \
+        + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows + meta_rows]
+    records = np.concatenate(parts)
+    # Commit order, not timestamp order: sort by ts with a jitter larger
+    # than the gaps between records on different CPUs.
+    ts = records[:, 8:16].copy().view("<u8").reshape(-1).astype(np.int64)
+    order = np.argsort(ts + rng.integers(-5000, 5000, len(ts)), kind="stable")
+    expected.sort(key=lambda e: e["ts"])
+    return Synth(records[order], expected, header(cpus=cpus, **head_kw),
+                 {c: o for c, o in outcomes.items() if sum(o.values())})
+
+
+def _slots(igets, cpus, inodes):
+    """Each iget's CPU, start time, task, inode and inode-table block, and
+    whether it is the first of its block (then the block is read)."""
     idx = np.arange(igets)
     cpu = (idx % cpus).astype(np.uint16)
-    base = T0 + 1_000_000 + (idx // cpus) * SLOT_NS + (idx % cpus) * 7_000
-    tid = (100 + cpu * 10 + (idx // (cpus * 500)) % 3).astype(np.uint32)
     ino = 12 + idx % inodes
     g = GEOMETRY
     per_block = g["block_size"] // g["inode_size"]
     group, index = (ino - 1) // g["inodes_per_group"], (ino - 1) % g["inodes_per_group"]
-    tables = np.array(g["inode_tables"])[group]
-    block = tables + index // per_block
-    sector = block * (g["block_size"] // 512)
+    block = np.array(g["inode_tables"])[group] + index // per_block
     # A block is read when its first inode comes round (every pass re-reads
-    # it: drop_caches); the completion runs on the CPU the request came from
-    # or, one in three times, on the other one.
+    # it: drop_caches).
     first = (index % per_block == 0) | (idx % inodes == 0)
+    return {"idx": idx, "cpu": cpu, "ino": ino, "block": block, "first": first,
+            "base": T0 + 1_000_000 + (idx // cpus) * SLOT_NS + (idx % cpus) * 7_000,
+            "tid": (100 + cpu * 10 + (idx // (cpus * 500)) % 3).astype(np.uint32)}
+
+
+def _block_reads(slots, cpus, rng):
+    """Issue and completion of each block read; the completion runs on the
+    CPU the request came from or, one in three times, on the other one."""
+    first, cpu, base, tid = slots["first"], slots["cpu"], slots["base"], slots["tid"]
     nblk = int(first.sum())
     blk_cpu = np.where(rng.random(nblk) < 1 / 3, (cpu[first] + 1) % cpus, cpu[first])
     issue, done = _rows("block", nblk), _rows("block", nblk)
+    sector = slots["block"] * (GEOMETRY["block_size"] // 512)
     for arr, ts, flags in ((issue, base[first] - 900, 0),
                            (done, base[first] - 300, F_COMPLETE)):
         arr["type"], arr["flags"], arr["ts"] = TYPE_IDS["block"], flags, ts
         arr["cpu"], arr["tid"] = blk_cpu, tid[first]
         arr["sector"], arr["nr_sectors"] = sector[first], 8
         arr["dev"], arr["cmd_flags"] = DEV, 0
-    # Calls: seed(ino), seed(gen), inode x4; 1.5 us each, 0.5 us apart.
+    return issue, done
+
+
+def _iget_records(slots, igets):
+    """Each iget's checksum calls (seed(ino), seed(gen), inode x4; 1.5 us
+    each, 0.5 us apart), its verify verdict and its iget result."""
+    cpu, tid, base, ino = slots["cpu"], slots["tid"], slots["base"], slots["ino"]
     callers = [CALLER_SEED, CALLER_SEED] + [CALLER_INODE] * 4
     lengths = [4, 4, 124, 2, 2, 124]
-    calls = _rows("chksum", igets * len(callers))
-    calls = calls.reshape(len(callers), igets)
+    calls = _rows("chksum", igets * len(callers)).reshape(len(callers), igets)
     for j, (caller, length) in enumerate(zip(callers, lengths)):
         c = calls[j]
         c["type"], c["cpu"], c["tid"] = TYPE_IDS["chksum"], cpu, tid
@@ -213,9 +255,13 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_k
     iget = _rows("iget", igets)
     iget["type"], iget["cpu"], iget["tid"] = TYPE_IDS["iget"], cpu, tid
     iget["ts"], iget["ino"], iget["dev"] = verdict_ts + 800, ino, DEV
+    return calls, verify, iget
 
-    # Interrupts: one in a quarter of the calls (class chksum, inside), and
-    # two outside calls per iget slot (kernel or user).
+
+def _background_irqs(slots, calls, igets, rng):
+    """Interrupts: one in a quarter of the calls (class chksum, inside), and
+    two outside calls per iget slot (kernel or user)."""
+    cpu, tid, base = slots["cpu"], slots["tid"], slots["base"]
     inside = rng.random(calls.size) < 0.25
     flat = calls.reshape(-1)
     n_in = int(inside.sum())
@@ -225,28 +271,36 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_k
                              base + 16_000 + rng.integers(0, 20_000, igets)])
     irq_out = _irqs(np.tile(cpu, 2), np.tile(tid, 2), out_ts,
                     rng.choice(["kernel", "user"], 2 * igets), rng)
+    return irq_in, irq_out
 
-    # Without the verify tracepoint (fallback) only iget tells of failures.
-    verdicts = [iget] if head_kw.get("verify") == "absent" else [verify, iget]
 
-    # Failures, away from the first and last slots and from each other.
-    extra = dirs + 2 if dirs else 0
-    chosen = rng.choice(np.arange(cpus * 2, igets - cpus * 2, 3), k + m + extra,
-                        replace=False)
-    win_rows, expected = [], []
-    outcomes = {"seed": {"failed": 0, "matched": 0, "not verified": 0},
-                "inode": {"failed": 0, "matched": 0, "not verified": 0}}
-    meta_rows = []
-    for n, i in enumerate(chosen[k + m:]):
+def _metadata_failures(slots, chosen, dirs, outcomes, rng):
+    """The metadata reads of the chosen slots (_metadata_read), counted in
+    outcomes; (their record arrays, the failures expected)."""
+    meta_rows, expected = [], []
+    for n, i in enumerate(chosen):
         # After the slot's iget and its interrupts, before the next slot.
-        rows, rec = _metadata_read(n, dirs, cpu[i], tid[i], int(base[i]) + 37_000, rng)
+        rows, rec = _metadata_read(n, dirs, slots["cpu"][i], slots["tid"][i],
+                                   int(slots["base"][i]) + 37_000, rng)
         meta_rows += rows
         if rec is not None:
             expected.append(rec)
         caller = "dir" if n <= dirs else "bitmap"
         mine = outcomes.setdefault(caller, {"failed": 0, "matched": 0, "not verified": 0})
         mine["failed" if n < dirs else "matched" if n == dirs else "not verified"] += 1
-    for n, i in enumerate(chosen[:k + m]):
+    return meta_rows, expected
+
+
+def _inode_failures(slots, chosen, k, calls, verify, iget, verdicts, done, outcomes,
+                    cpus, rng):
+    """Make the chosen slots' inodes fail, the first k with a window
+    arrival in one of their calls, the rest with one in the other CPU's
+    call of the same moment (which did not fail, so must not count);
+    (the window interrupts, the failures expected)."""
+    cpu, tid, ino = slots["cpu"], slots["tid"], slots["ino"]
+    first, block, idx = slots["first"], slots["block"], slots["idx"]
+    win_rows, expected = [], []
+    for n, i in enumerate(chosen):
         windowed = n < k
         verify["flags"][i] = F_MISMATCH
         verify["computed"][i] ^= 0xDEAD
@@ -260,8 +314,6 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_k
             t = int(calls[j]["ts"][i]) + 1400
             win_rows.append(_irqs([cpu[i]], [tid[i]], [t], ["window"], rng))
         else:
-            # A window arrival in the other CPU's call of the same moment
-            # (a call that did not fail) must not count for this failure.
             other = (int(cpu[i]) + 1) % cpus
             j = i - int(cpu[i]) + other
             win_rows.append(_irqs([other], [tid[j]], [int(calls[4]["ts"][j]) + 1400],
@@ -276,16 +328,7 @@ def generate(igets=2000, k=3, m=2, cpus=2, seed=1, inodes=6000, dirs=0, **head_k
                                     if windowed else None),
                          "block_ts": int(done["ts"][bpos]),
                          "block_cpu": int(done["cpu"][bpos])})
-    parts = [_raw(issue), _raw(done), _raw(flat), _raw(irq_in), _raw(irq_out)] \
-        + [_raw(v) for v in verdicts] + [_raw(w) for w in win_rows + meta_rows]
-    records = np.concatenate(parts)
-    # Commit order, not timestamp order: sort by ts with a jitter larger
-    # than the gaps between records on different CPUs.
-    ts = records[:, 8:16].copy().view("<u8").reshape(-1).astype(np.int64)
-    order = np.argsort(ts + rng.integers(-5000, 5000, len(ts)), kind="stable")
-    expected.sort(key=lambda e: e["ts"])
-    return Synth(records[order], expected, header(cpus=cpus, **head_kw),
-                 {c: o for c, o in outcomes.items() if sum(o.values())})
+    return win_rows, expected
 
 
 def _metadata_read(n, dirs, cpu, tid, ts, rng):

@@ -34,6 +34,7 @@ A comparison of two conditions ends in exactly one of three verdicts:
 An interval that contains 1 never reads as "no effect" by itself.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -120,33 +121,34 @@ def fit(*conditions):
 POISSON = Fit(None, 0.0, 0)
 
 
-def fit_blocked(conditions, blocks):
-    """The dispersion of a Poisson log-linear model with a rate per
-    condition, a factor per block and log exposure as offset (fitted by
-    iteratively reweighted least squares): Pearson's chi-square about the
-    fitted means over the residual degrees of freedom.  conditions: lists
-    of boots; blocks: for each condition, a block label per boot.
-    Conditions without a failure, and blocks without one among the rest,
-    carry no spread and are left out."""
-    rows = [(ci, b, k, n) for ci, (boots, labels) in enumerate(zip(conditions, blocks))
+def _rows(conditions, blocks):
+    """The boots a blocked fit uses, as (condition, boot, block, failures,
+    exposure): conditions without a failure, and blocks without one among
+    the rest, carry no spread and are left out."""
+    rows = [(ci, bi, b, k, n) for ci, (boots, labels) in enumerate(zip(conditions, blocks))
             if sum(k for k, _ in boots) > 0
-            for (k, n), b in zip(boots, labels) if n > 0]
+            for bi, ((k, n), b) in enumerate(zip(boots, labels)) if n > 0]
     totals = {}
-    for _, b, k, _ in rows:
+    for _, _, b, k, _ in rows:
         totals[b] = totals.get(b, 0) + k
-    rows = [r for r in rows if totals[r[1]] > 0]
+    return [r for r in rows if totals[r[2]] > 0]
+
+
+def _poisson_glm(rows):
+    """(failures, fitted means, design matrix) of the Poisson log-linear
+    model over rows (_rows) with a rate per condition, a factor per block
+    and log exposure as offset, fitted by iteratively reweighted least
+    squares."""
     conds = sorted({r[0] for r in rows})
-    labels = sorted({r[1] for r in rows}, key=str)
-    if not rows:
-        return Fit(None, 0.0, 0)
+    labels = sorted({r[2] for r in rows}, key=str)
     x = np.zeros((len(rows), len(conds) + len(labels) - 1))
-    for i, (ci, b, _, _) in enumerate(rows):
+    for i, (ci, _, b, _, _) in enumerate(rows):
         x[i, conds.index(ci)] = 1
         j = labels.index(b)
         if j:
             x[i, len(conds) + j - 1] = 1
-    k = np.array([r[2] for r in rows], float)
-    offset = np.log(np.array([r[3] for r in rows], float))
+    k = np.array([r[3] for r in rows], float)
+    offset = np.log(np.array([r[4] for r in rows], float))
     mu = np.maximum(k, 0.5)
     for _ in range(50):
         eta = np.log(mu)
@@ -157,9 +159,115 @@ def fit_blocked(conditions, blocks):
             mu = new
             break
         mu = new
+    return k, mu, x
+
+
+def fit_blocked(conditions, blocks):
+    """The dispersion of a Poisson log-linear model with a rate per
+    condition, a factor per block and log exposure as offset: Pearson's
+    chi-square about the fitted means over the residual degrees of
+    freedom.  conditions: lists of boots; blocks: for each condition, a
+    block label per boot.  Conditions without a failure, and blocks without
+    one among the rest, carry no spread and are left out."""
+    rows = _rows(conditions, blocks)
+    if not rows:
+        return Fit(None, 0.0, 0)
+    k, mu, x = _poisson_glm(rows)
     df = len(rows) - int(np.linalg.matrix_rank(x))
     chi2 = float(np.sum((k - mu) ** 2 / mu))
     return Fit(chi2 / df if df else None, chi2, df)
+
+
+# The family-wise rate at which aberrant() flags a boot of a comparison whose
+# boots all follow the model (Bonferroni over its boots).
+ABERRANT_ALPHA = 0.05
+
+
+@dataclass
+class Aberrant:
+    """A boot aberrant() flags: its condition and boot (indices into the
+    lists it was given), its failures, the mean the other boots predict
+    for it, its deleted studentised residual and the threshold it passed."""
+    condition: int
+    boot: int
+    failures: int
+    expected: float
+    residual: float
+    threshold: float
+
+
+def _deleted(rows):
+    """(deleted studentised residual of each row, or nan where the row
+    carries none; fitted means; Pearson residuals; leverages; df) of the
+    _poisson_glm fit of rows, by the deletion formulas of its weighted
+    least-squares step (exact for a linear model, a one-step approximation
+    for this one): a row of leverage h and Pearson residual e leaves the
+    chi-square X - e^2 / (1 - h) on df - 1, and t = e / sqrt(phi_(i)
+    (1 - h)), phi_(i) floored at Poisson's 1."""
+    k, mu, x = _poisson_glm(rows)
+    df = len(rows) - int(np.linalg.matrix_rank(x))
+    # Leverages of the weighted design: the squared rows of its left
+    # singular vectors over the non-null singular values.
+    u, sv, _ = np.linalg.svd(x * np.sqrt(mu)[:, None], full_matrices=False)
+    h = np.sum(u[:, sv > sv[0] * 1e-10] ** 2, axis=1)
+    e = (k - mu) / np.sqrt(mu)
+    t = np.full(len(rows), math.nan)
+    if df >= 2:
+        chi2 = float(np.sum(e ** 2))
+        ok = h < 1 - 1e-9
+        phi = np.maximum((chi2 - e[ok] ** 2 / (1 - h[ok])) / (df - 1), PHI_FLOOR)
+        t[ok] = e[ok] / np.sqrt(phi * (1 - h[ok]))
+    return t, mu, e, h, df
+
+
+def aberrant(conditions, blocks, alpha=ABERRANT_ALPHA):
+    """The boots whose failures the rest of the comparison cannot account
+    for: each boot's deleted studentised residual (_deleted) about the fit
+    of the other boots, conditions' rates and blocks as fit_blocked has
+    them (within phase-seed pairs: the boot against its pair and the other
+    pairs), over the dispersion the other boots show.  Leaving the boot out
+    of its own dispersion keeps one aberrant boot from hiding itself by
+    widening the spread it is measured against.  A boot is flagged where
+    |t| passes Student's t on df - 1 at alpha / 2 shared over the boots
+    tested (Bonferroni), so a comparison whose boots all follow the model
+    flags one at most about alpha of the time.  Within a pair the two
+    boots' residuals mirror each other; the one named is the one further
+    from its own condition's other boots (the same residual without
+    blocks); where a block is no pair (an unblocked comparison's one block
+    of every boot) each flagged boot is named.  Boots that carry no
+    residual (a pair's lone boot, a condition's only boot) are not tested.
+    [Aberrant], largest residual first."""
+    rows = _rows(conditions, blocks)
+    if not rows:
+        return []
+    t, mu, e, h, df = _deleted(rows)
+    tested = int(np.sum(~np.isnan(t)))
+    if not tested:
+        return []
+    threshold = t_quantile(1 - alpha / (2 * tested), df - 1)
+    flagged = [i for i in range(len(rows)) if abs(t[i]) > threshold]
+    if not flagged:
+        return []
+    own = np.abs(_deleted([(ci, bi, 0, k, n) for ci, bi, _, k, n in rows])[0])
+    # Only a pair's residuals mirror each other: a block with one boot of
+    # each condition.  A block that holds a condition twice (an unblocked
+    # comparison's one block of every boot) is no pair, and each of its
+    # flagged boots is named.
+    held = {}
+    for ci, _, b, _, _ in rows:
+        held.setdefault(b, []).append(ci)
+    pair = {b: len(set(cs)) == len(cs) for b, cs in held.items()}
+    named = {}
+    for i in flagged:
+        key = rows[i][2] if pair[rows[i][2]] else ("boot", i)
+        if key not in named or np.nan_to_num(own[i]) > np.nan_to_num(own[named[key]]):
+            named[key] = i
+    # What the other boots predict for it: its fitted mean with its own
+    # residual taken out (the deletion step, on the mean).
+    out = [Aberrant(rows[i][0], rows[i][1], int(rows[i][3]),
+                    float(mu[i] - math.sqrt(mu[i]) * e[i] * h[i] / (1 - h[i])),
+                    float(t[i]), threshold) for i in named.values()]
+    return sorted(out, key=lambda a: -abs(a.residual))
 
 
 def dispersion_ci(*conditions, conf=0.95):
@@ -214,6 +322,10 @@ class Verdict:
     within_margin: bool  # the 90% interval lies inside the margin
     more: int           # undecided: more boots a condition for POWER (None: none will)
     text: str
+    # Boots aberrant() flagged ({boot, condition, phase_seed, failures,
+    # expected, residual, threshold}) and the verdict without them.
+    flagged: tuple = ()
+    without: "Verdict" = None
 
 
 def _fmt(x):
@@ -279,11 +391,15 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
     return lo, want or ("differs" if differs >= equivalent else "equivalent")
 
 
-def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
+def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots", paired=False,
+            cap=None):
     """The verdict on rate(a) / rate(b); a and b are lists of boots.
     spread: the Fit to use; by default the one of a and b (an experiment
     passes the one of their conditions, blocked as its design is).  unit:
-    what a and b's items are, for the text."""
+    what a and b's items are, for the text.  paired: the boots are pairs
+    (phase seeds), so the boots "undecided" asks for have the paired df;
+    cap: the most boots a condition the run may have, said where the boots
+    asked for pass it."""
     (k1, n1), (k2, n2) = pooled(a), pooled(b)
     spread = fit(a, b) if spread is None else spread
     phi = spread.scale()
@@ -319,7 +435,8 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
     else:
         kind = "undecided"
         log_ratio = math.log(max(k1, 0.5) / n1) - math.log(max(k2, 0.5) / n2)
-        need = boots_for_power(k1 / len(a), k2 / len(b), phi, log_ratio, margin)
+        need = boots_for_power(k1 / len(a), k2 / len(b), phi, log_ratio, margin,
+                               paired=paired)
         now = max(len(a), len(b))
         unestimated = ("; inside the margin, but equivalence needs a spread estimated "
                        "from replicated boots" if not spread.df and
@@ -334,8 +451,51 @@ def compare(a, b, margin=0.25, names=("a", "b"), spread=None, unit="boots"):
                     f"approximation to say how many ({evidence})")
         else:
             more = max(1, need[0] - now)
-            text = (f"undecided: {more} more {unit} a condition ({now + more} in all) give "
+            over = (f", above the run's cap of {cap}, so not within one run"
+                    if cap is not None and now + more > cap else "")
+            text = (f"undecided: {more} more {unit} a condition ({now + more} in all{over}) give "
                     f"{POWER * 100:.0f}% power to decide ({need[1]} at the observed "
                     f"ratio; margin {band}) ({evidence})")
     return Verdict(kind, ratio, (lo95, hi95), (lo90, hi90), phi, spread.df, spread.phi,
                    margin, inside, more, text)
+
+
+def describe_aberrant(flagged, unit="boots"):
+    """The flagged boots (Verdict.flagged) as a verdict names them."""
+    return "; ".join(
+        f"{f['boot']} ({f['condition']}"
+        + (f", phase seed {f['phase_seed']}" if f.get("phase_seed") is not None else "")
+        + f"): {f['failures']} failures where the other {unit} predict "
+        f"{f['expected']:.0f}, residual {f['residual']:.1f} beyond +-{f['threshold']:.1f}"
+        for f in flagged)
+
+
+def with_and_without(v, without, flagged, unit="boots"):
+    """One verdict from v, on every boot, and without, on the boots less
+    the ones aberrant() flagged (flagged: Verdict.flagged's dicts): a
+    decision ("differs", "equivalent") stands only where both reach it,
+    else the comparison is undecided, and the text says which held."""
+    one = len(flagged) == 1
+    it, them = ("it", f"this {unit[:-1]}") if one else ("them", f"these {unit}")
+    named = (f"{'an aberrant' if one else 'aberrant'} {unit[:-1] if one else unit} "
+             f"flagged: {describe_aberrant(flagged, unit)}")
+    # The calibration (bench/RESULTS.md) covers the intervals without the
+    # flagged boots; those with them are what a wild boot made of them.
+    other = (f"without {it}: {without.kind}, 90% CI {interval(*without.ci90)}, "
+             f"95% CI {interval(*without.ci95)}; the intervals with {them} are outside "
+             f"the verdict's guarantee")
+    if v.kind == without.kind:
+        kind = v.kind
+        text = (f"{v.text}; {named}; {other}: the verdict holds with and without {it}"
+                if kind != "undecided" else f"{v.text}; {named}; {other}")
+    elif v.kind == "undecided":
+        kind = "undecided"
+        text = (f"{v.text}; {named}; {other}, but a verdict must hold with {them} too")
+    else:
+        kind = "undecided"
+        text = (f"undecided: {v.kind} with {them} but not without {it}, and a verdict "
+                f"must hold both ways ({v.text}); {named}; {other}")
+    return dataclasses.replace(
+        v, kind=kind, within_margin=v.within_margin and without.within_margin,
+        more=v.more if v.kind == "undecided" else without.more, text=text,
+        flagged=tuple(flagged), without=without)

@@ -47,20 +47,20 @@ def flags(flavour, window, width, clock, shift=4, seed=None, seconds=30):
 
 def series(tmp, name, specs, jobs):
     """Boots of specs [(flavour, window, width, clock, shift, seed)], jobs at
-    once, through the lab's boot runner; their status.json dicts in order."""
+    once, through the lab's boot runner; their BootStatus records in order."""
     return bootrunner.statuses([bootrunner.Boot(tmp / f"{name}-{i}", flags(*spec))
                                 for i, spec in enumerate(specs)], jobs)
 
 
 def counts(statuses):
-    return [(s["checksum_failures_total"], s["checksum_calls"]) for s in statuses]
+    return [(s.checksum_failures_total, s.checksum_calls) for s in statuses]
 
 
 def describe(statuses):
     r = verdict.rate(counts(statuses), spread=verdict.POISSON)
     phi, lo, hi, _ = verdict.dispersion_ci(counts(statuses))
-    per = " ".join(str(s["checksum_failures_total"]) for s in statuses)
-    wall = sum(s["wall_seconds"] for s in statuses) / len(statuses)
+    per = " ".join(str(s.checksum_failures_total) for s in statuses)
+    wall = sum(s.wall_seconds for s in statuses) / len(statuses)
     return (f"{r.rate * 1e6:.3g} per 1M calls (Poisson 95% CI {r.lo * 1e6:.3g}-"
             f"{r.hi * 1e6:.3g}); dispersion {phi:.2f} ({lo:.2f}-{hi:.2f}); "
             f"failures {per}; {wall:.0f} s wall a boot")
@@ -99,7 +99,7 @@ def main():
                 rows.append((f"{clock} clock, {'beside a load on every core' if loaded else 'alone'}: "
                              "rate per call; dispersion (95% CI); failures a boot",
                              describe(got)))
-                fails = sum(s["checksum_failures_total"] for s in got)
+                fails = sum(s.checksum_failures_total for s in got)
                 rows.append((f"{clock} clock, {'loaded' if loaded else 'alone'}: failures per "
                              "wall minute (the series)", f"{fails / wall * 60:.1f}"))
             v = verdict.compare(counts(seen[f"{clock}-loaded"]), counts(seen[f"{clock}-alone"]),
@@ -107,9 +107,9 @@ def main():
             rows.append((f"{clock} clock: loaded / alone, rate per call", v.text))
         icount = seen["icount-alone"]
         loop = lab_demo.loop_instructions(lab_demo.Artifacts(["unpatched"]).kernel_dirs["unpatched"])
-        pred = sum(s["checksum_calls"] * model.per_call("gcc49", args.width, s["interrupts"], 4,
+        pred = sum(s.checksum_calls * model.per_call("gcc49", args.width, s.interrupts, 4,
                                                         loop) for s in icount)
-        meas = sum(s["checksum_failures_total"] for s in icount)
+        meas = sum(s.checksum_failures_total for s in icount)
         ratio, (lo, hi) = model.ratio_to_model(meas, pred)
         fatal = model.fatal_boundaries("gcc49", args.width, loop)
         rows.append((f"icount alone: measured / predicted (W = {fatal}, lambda per task second)",
@@ -118,15 +118,15 @@ def main():
             pilot = series(tmp, f"aa{shift}-pilot",
                            [(f, "gcc49", args.aa_width, "icount", shift, 1)
                             for f in ("unpatched", "patched")], jobs)
-            per_boot = sum(s["checksum_failures_total"] for s in pilot) / 2
+            per_boot = sum(s.checksum_failures_total for s in pilot) / 2
             n = planning.aa_boots(per_boot, 1.0, 0.10, calibration.PLAN_POWER, args.max_aa_boots)
             specs = [(f, "gcc49", args.aa_width, "icount", shift, seed)
                      for seed in range(2, n + 1) for f in ("unpatched", "patched")]
             start = time.monotonic()
             got = pilot + series(tmp, f"aa{shift}", specs, jobs)
             wall = time.monotonic() - start
-            u = [s for s in got if s["flavour"] == "unpatched"]
-            p = [s for s in got if s["flavour"] == "patched"]
+            u = [s for s in got if s.flavour == "unpatched"]
+            p = [s for s in got if s.flavour == "patched"]
             v = verdict.compare(counts(p), counts(u), margin=0.10,
                                 names=("patched", "unpatched"))
             phi = verdict.dispersion_ci(counts(u), counts(p))

@@ -11,7 +11,7 @@ over the boots.  The projection for N nodes like this one takes the
 measured boot and that cost, and the boots a +-2% A/A answer needs
 (analysis/planning.py at the failures a boot measured here, dispersion 1
 and 2, 90% power), in waves of one boot a core; the demo's pilot and its
-one barrier at the blinded look add two boots' time to each.
+one barrier at the look add two boots' time to each.
 """
 
 import argparse
@@ -94,7 +94,7 @@ def main():
                 shutil.rmtree(cluster)
     boot_wall = sum(o.wall_seconds for o in local + slurm) / (2 * args.boots)
     per_task = max(0.0, (slurm_wall - local_wall) * slots / args.boots)
-    per_boot = sum(o.status["checksum_failures_total"] for o in local + slurm) / (2 * args.boots)
+    per_boot = sum(o.status.checksum_failures_total for o in local + slurm) / (2 * args.boots)
     for name, wall in (("local", local_wall), ("slurm", slurm_wall)):
         rows.append((f"{name} engine: {args.boots} boots, {slots} at a time",
                      f"{wall:.0f} s wall; {args.boots / wall * 3600:.0f} boots an hour"))

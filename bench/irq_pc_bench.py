@@ -14,12 +14,12 @@ instruction, the kretprobe's trampoline).
 """
 
 import argparse
-import json
 import pathlib
 import re
 import sys
 import tempfile
 
+from analysis.documents import BootStatus
 from bench import runs
 from bench.section import print_section
 
@@ -47,7 +47,7 @@ def boot(out, method, args, stats=False):
               f"the {method} boot failed")
     console = (out / "console.log").read_text(errors="replace")
     found = ROUNDS_RE.search(console)
-    result = json.loads((out / "status.json").read_text()).get("chkwin")
+    result = BootStatus.read(out / "status.json").chkwin
     if not found or not result or (stats and not result.get("programs")):
         sys.exit(f"irq_pc_bench: error: the {method} boot printed no rounds or closing record")
     return int(found.group(1)) / float(found.group(2)), result

@@ -6,8 +6,7 @@ guest nanoseconds; on the icount clock those are instructions times
 price programs (windows_bench, event_cost) boot through here.
 """
 
-import json
-
+from analysis.documents import BootStatus
 from bench import runs
 
 
@@ -20,7 +19,7 @@ def boot(out, what, *, flavour, window, loader, shift, seconds, run_args=()):
                "--out", str(out), "--append",
                f"ext4.chksum_window={window} chkwin.workload=inode-loop "
                f"chkwin.loader=-q,{loader},--prog-stats"], f"boot {what}")
-    result = json.loads((out / "status.json").read_text()).get("chkwin")
+    result = BootStatus.read(out / "status.json").chkwin
     if not result or not result.get("programs"):
         runs.fail(f"boot {what}", "no closing record with program statistics")
     return result

@@ -36,10 +36,11 @@ from analysis import correlate
 from analysis import model
 from analysis import verdict
 from analysis import walks
+from analysis.documents import BootStatus
 from guest.host import bootrunner
-from guest.host import recordreplay
 from bench.section import print_section
 from common import PY, REPO
+from common.digest import file_sha256
 
 SHIFT = 4
 
@@ -54,7 +55,7 @@ def boot(out, seed, seconds, append, record, scenario="inode-loop"):
 
 def boots(specs):
     """The boots of specs (boot()'s arguments), two at a time through the
-    lab's boot runner; their status.json dicts in order."""
+    lab's boot runner; their BootStatus records in order."""
     return bootrunner.statuses([boot(*spec) for spec in specs], 2)
 
 
@@ -71,7 +72,7 @@ def replays(runs):
 
 
 def predicted(status, window, width):
-    return model.per_call(window, width, status["interrupts"], SHIFT) * status["checksum_calls"]
+    return model.per_call(window, width, status.interrupts, SHIFT) * status.checksum_calls
 
 
 def cost_and_rates(top, seeds, seconds, margin):
@@ -89,14 +90,14 @@ def cost_and_rates(top, seeds, seconds, margin):
         if p.returncode != 0:
             sys.exit(f"replay_bench: error: a repeated replay: {p.stderr.strip()}")
     first = top / f"rec-{seeds[0]}"
-    same = {(recordreplay.sha256(d / "console.log"), json.dumps(
-        {k: v for k, v in json.loads((d / "status.json").read_text()).items()
+    same = {(file_sha256(d / "console.log"), json.dumps(
+        {k: v for k, v in BootStatus.read(d / "status.json").to_json().items()
          if k not in ("wall_seconds", "replay_of")}, sort_keys=True))
         for d in sorted(first.glob("replay-*"))}
     replay_walls = [json.loads((d / "verdict.json").read_text())["wall_seconds"]
                     for s in seeds for d in sorted((top / f"rec-{s}").glob("replay-*"))[:1]]
-    a = [(r["checksum_failures_total"], r["checksum_calls"]) for r in rec]
-    b = [(p["checksum_failures_total"], p["checksum_calls"]) for p in plain]
+    a = [(r.checksum_failures_total, r.checksum_calls) for r in rec]
+    b = [(p.checksum_failures_total, p.checksum_calls) for p in plain]
     v = verdict.compare(a, b, margin=margin, names=("recorded", "unrecorded"))
     rows = []
     for name, runs in (("unrecorded", plain), ("recorded", rec)):
@@ -167,7 +168,7 @@ def walk_rows(top, exact_seeds, seconds, least=20):
         statuses = boots([(top / f"exact-{s}", s, seconds,
                            "ext4.chksum_window=gcc49-exact", True) for s in pair])
         runs += [top / f"exact-{s}" for s in pair]
-        failures += sum(st["checksum_failures_total"] for st in statuses)
+        failures += sum(st.checksum_failures_total for st in statuses)
     exact = [walk(r) for r in runs]
     boots([(top / name.replace(" ", "-"), exact_seeds[0], seconds, append, True)
            for name, append in SINGLES.items()])

@@ -4,7 +4,7 @@ then chkwin --windows on each.
 
 For each package (6.1 and 6.12; generic, -rt and -cloud): the whole
 `Image`, placed by a System.map made from the booted kernel's kallsyms
-(guest/stockkernel.py --print-system-map), and every module the package
+(guest/stocksymbols.py), and every module the package
 ships (.ko, .ko.xz or .ko.zst, decompressed first), each module a
 stackscan process, as many at once as the host has cores.  The figures:
 time, functions and instructions, and every finding by name, for the
@@ -27,12 +27,14 @@ import time
 
 from analysis import chkwinlog
 from analysis import windows
+from analysis.documents import BootStatus
 from analysis.stackscan import builder as stackscan_builder
 from bench import runs
 from bench.section import print_section
 from common.cache import cache_root, quietly
 from common.progress import log
 from guest.host import stockkernel
+from guest.host import stocksymbols
 
 PACKAGES = ("6.1", "6.1-rt", "6.1-cloud", "6.12", "6.12-rt", "6.12-cloud")
 GOAL_S = 60
@@ -97,7 +99,7 @@ def watch(spec, kdir, sysmap, found, tmp):
                "--duration", "15", "--guest-file", str(wfile), "--out", str(out), "--append",
                "chkwin.workload=rk-loop chkwin.loader=-q,-R,counts,--windows,"
                f"/tmp/host/{wfile.name}"], f"the {spec} boot failed")
-    result = json.loads((out / "status.json").read_text())["chkwin"]
+    result = BootStatus.read(out / "status.json").chkwin
     irqs = result["irq_arrivals"]
     per_million = {name: n * 1e6 / irqs for name, n in result["watched_arrivals"].items()}
     log = chkwinlog.read(out / "log.bin")
@@ -118,7 +120,7 @@ def watch(spec, kdir, sysmap, found, tmp):
 def one_kernel(stackscan, spec, tmp):
     with quietly():
         kdir = stockkernel.build(spec)
-        sysmap = stockkernel.system_map(kdir, spec)
+        sysmap = stocksymbols.system_map(kdir, spec)
     package = kdir.name.rsplit("-", 1)[0]
     deb, = (cache_root() / "debs").glob(f"{package}_*_arm64.deb")
     kos = modules_of(deb, tmp / spec)

@@ -289,15 +289,17 @@ static int check_counts(struct chkwin_log_view *v, uint64_t base,
 	return 0;
 }
 
-int chkwin_log_parse(const uint8_t *data, size_t size,
-		     struct chkwin_log_view *v, chkwin_rec_fn fn, void *ctx)
+/*
+ * The file header and the header text: 0 with *off at the first chunk and
+ * *chain the CRC the first chunk chains to (version 2 on), or -1.
+ */
+static int parse_head(const uint8_t *data, size_t size, struct chkwin_log_view *v,
+		      struct chkwin_text_check *check, uint64_t *off, uint32_t *chain)
 {
-	struct chkwin_text_check check = { 0 };
-	uint64_t off, head_len;
+	uint64_t head_len;
+	uint32_t hlen;
 	char why[48];
-	uint32_t seq = 0, hlen, chain = 0;
 
-	memset(v, 0, sizeof(*v));
 	if (size == 0)
 		return fail(v, CHKWIN_LOG_CORRUPT, 0, "empty file, not a chkwin log");
 	if (size < sizeof(CHKWIN_LOG_MAGIC) ||
@@ -322,86 +324,120 @@ int chkwin_log_parse(const uint8_t *data, size_t size,
 		return fail(v, CHKWIN_LOG_CORRUPT, 12, "header length not a multiple of 8");
 	if (head_len + (uint64_t)hlen > size)
 		return fail(v, CHKWIN_LOG_CORRUPT, size, "file ends inside the header text");
+	*chain = 0;
 	if (v->version > 1) {
-		chain = crc(crc(0, data, 16), data + head_len, hlen);
-		if (get_u32(data + 16) != chain)
+		*chain = crc(crc(0, data, 16), data + head_len, hlen);
+		if (get_u32(data + 16) != *chain)
 			return fail(v, CHKWIN_LOG_CORRUPT, 16, "header CRC mismatch");
 		if (get_u32(data + 20))
 			return fail(v, CHKWIN_LOG_CORRUPT, 20, "reserved file header bytes not zero");
 	}
 	v->header = (const char *)data + head_len;
 	v->header_len = text_len(data + head_len, hlen);
-	if (check_text(v, head_len, v->header, v->header_len, 0, &check))
+	if (check_text(v, head_len, v->header, v->header_len, 0, check))
 		return -1;
 	/* Version 4 on, the header says the record layout; before, it was fixed. */
-	if (check.has_schema != (v->version >= 4)) {
-		snprintf(why, sizeof(why), check.has_schema ? "record.N lines in a version %u log"
+	if (check->has_schema != (v->version >= 4)) {
+		snprintf(why, sizeof(why), check->has_schema ? "record.N lines in a version %u log"
 			 : "no record.N lines in a version %u log", v->version);
 		return fail(v, CHKWIN_LOG_CORRUPT, head_len, why);
 	}
-	if (!check.has_schema)
-		chkwin_schema_legacy(&check.schema, v->version);
-	v->schema = check.schema;
-	v->cpus = check.cpus;
+	if (!check->has_schema)
+		chkwin_schema_legacy(&check->schema, v->version);
+	v->schema = check->schema;
+	v->cpus = check->cpus;
+	*off = head_len + hlen;
+	return 0;
+}
 
-	off = head_len + hlen;
+/* The TRLR chunk whose head is at off, which must end the file: 0, or -1. */
+static int parse_trailer(const uint8_t *data, size_t size, uint64_t off, uint32_t chain,
+			 struct chkwin_log_view *v, struct chkwin_text_check *check)
+{
+	uint32_t count = get_u32(data + off + 4), sum = get_u32(data + off + 8);
+	uint64_t body_off = off + CHUNK_HEAD_LEN;
+
+	if (count % 8)
+		return fail(v, CHKWIN_LOG_CORRUPT, off + 4, "bad trailer length");
+	if (body_off + count > size)
+		return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside the trailer");
+	if (crc(v->version > 1 ? chain : 0, data + body_off, count) != sum)
+		return fail(v, CHKWIN_LOG_CORRUPT, off, "trailer CRC mismatch");
+	if (body_off + count != size)
+		return fail(v, CHKWIN_LOG_CORRUPT, body_off + count, "bytes after the trailer");
+	v->trailer = (const char *)data + body_off;
+	v->trailer_len = text_len(data + body_off, count);
+	if (check_text(v, body_off, v->trailer, v->trailer_len, 1, check) ||
+	    check_counts(v, body_off, check))
+		return -1;
+	v->status = CHKWIN_LOG_COMPLETE;
+	v->offset = size;
+	snprintf(v->reason, sizeof(v->reason), "complete");
+	return 0;
+}
+
+/*
+ * The CHNK chunk whose head is at *off, its records given to fn: 1 with
+ * *off and *chain past it; 0 where parsing ends, fn having asked to stop
+ * or the chunk cut short (its whole records given first; v says which);
+ * -1 on a damaged chunk.
+ */
+static int parse_chunk(const uint8_t *data, size_t size, uint64_t *off, uint32_t *chain,
+		       struct chkwin_log_view *v, chkwin_rec_fn fn, void *ctx)
+{
+	const uint8_t *head = data + *off;
+	uint32_t count = get_u32(head + 4), sum = get_u32(head + 8), want;
+	uint64_t body_off = *off + CHUNK_HEAD_LEN, avail;
+	long bad;
+
+	if (memcmp(head, "CHNK", 4) || count == 0 || count > (1u << 24))
+		return fail(v, CHKWIN_LOG_CORRUPT, *off, "bad chunk head");
+	avail = (size - body_off) / CHKWIN_REC_SIZE;
+	if (avail < count) {
+		/* Cut short: whole records stand, unverified. */
+		if (bad_record(v, data + body_off, (uint32_t)avail) >= 0)
+			return fail(v, CHKWIN_LOG_CORRUPT, *off, "bad record in the last chunk");
+		if (emit(v, data + body_off, (uint32_t)avail, body_off, fn, ctx))
+			return 0;
+		return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside a chunk");
+	}
+	bad = bad_record(v, data + body_off, count);
+	if (bad >= 0)
+		return fail(v, CHKWIN_LOG_CORRUPT, body_off + (uint64_t)bad * CHKWIN_REC_SIZE,
+			    "bad record");
+	/* Version 2 chains the CRCs: a chunk moved, dropped or repeated fails. */
+	want = crc(v->version > 1 ? *chain : 0, data + body_off,
+		   (size_t)count * CHKWIN_REC_SIZE);
+	if (want != sum)
+		return fail(v, CHKWIN_LOG_CORRUPT, *off, "chunk CRC mismatch");
+	*chain = want;
+	if (emit(v, data + body_off, count, body_off, fn, ctx))
+		return 0;
+	*off = body_off + (uint64_t)count * CHKWIN_REC_SIZE;
+	return 1;
+}
+
+int chkwin_log_parse(const uint8_t *data, size_t size,
+		     struct chkwin_log_view *v, chkwin_rec_fn fn, void *ctx)
+{
+	struct chkwin_text_check check = { 0 };
+	uint32_t seq = 0, chain;
+	uint64_t off;
+	int more;
+
+	memset(v, 0, sizeof(*v));
+	if (parse_head(data, size, v, &check, &off, &chain))
+		return -1;
 	while (off < size) {
-		const uint8_t *head = data + off;
-		uint32_t count, sum, want;
-		uint64_t body_off = off + CHUNK_HEAD_LEN, avail;
-		long bad;
-
 		if (size - off < CHUNK_HEAD_LEN)
 			return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside a chunk head");
-		count = get_u32(head + 4);
-		sum = get_u32(head + 8);
-		if (get_u32(head + 12) != seq)
+		if (get_u32(data + off + 12) != seq)
 			return fail(v, CHKWIN_LOG_CORRUPT, off + 12, "chunk out of sequence");
-		if (!memcmp(head, "TRLR", 4)) {
-			if (count % 8)
-				return fail(v, CHKWIN_LOG_CORRUPT, off + 4, "bad trailer length");
-			if (body_off + count > size)
-				return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside the trailer");
-			want = crc(v->version > 1 ? chain : 0, data + body_off, count);
-			if (want != sum)
-				return fail(v, CHKWIN_LOG_CORRUPT, off, "trailer CRC mismatch");
-			if (body_off + count != size)
-				return fail(v, CHKWIN_LOG_CORRUPT, body_off + count,
-					    "bytes after the trailer");
-			v->trailer = (const char *)data + body_off;
-			v->trailer_len = text_len(data + body_off, count);
-			if (check_text(v, body_off, v->trailer, v->trailer_len, 1, &check) ||
-			    check_counts(v, body_off, &check))
-				return -1;
-			v->status = CHKWIN_LOG_COMPLETE;
-			v->offset = size;
-			snprintf(v->reason, sizeof(v->reason), "complete");
-			return 0;
-		}
-		if (memcmp(head, "CHNK", 4) || count == 0 || count > (1u << 24))
-			return fail(v, CHKWIN_LOG_CORRUPT, off, "bad chunk head");
-		avail = (size - body_off) / CHKWIN_REC_SIZE;
-		if (avail < count) {
-			/* Cut short: whole records stand, unverified. */
-			if (bad_record(v, data + body_off, (uint32_t)avail) >= 0)
-				return fail(v, CHKWIN_LOG_CORRUPT, off, "bad record in the last chunk");
-			if (emit(v, data + body_off, (uint32_t)avail, body_off, fn, ctx))
-				return 0;
-			return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated inside a chunk");
-		}
-		bad = bad_record(v, data + body_off, count);
-		if (bad >= 0)
-			return fail(v, CHKWIN_LOG_CORRUPT, body_off + (uint64_t)bad * CHKWIN_REC_SIZE,
-				    "bad record");
-		/* Version 2 chains the CRCs: a chunk moved, dropped or repeated fails. */
-		want = crc(v->version > 1 ? chain : 0, data + body_off,
-			   (size_t)count * CHKWIN_REC_SIZE);
-		if (want != sum)
-			return fail(v, CHKWIN_LOG_CORRUPT, off, "chunk CRC mismatch");
-		chain = want;
-		if (emit(v, data + body_off, count, body_off, fn, ctx))
-			return 0;
-		off = body_off + (uint64_t)count * CHKWIN_REC_SIZE;
+		if (!memcmp(data + off, "TRLR", 4))
+			return parse_trailer(data, size, off, chain, v, &check);
+		more = parse_chunk(data, size, &off, &chain, v, fn, ctx);
+		if (more <= 0)
+			return more;
 		seq++;
 	}
 	return fail(v, CHKWIN_LOG_TRUNCATED, size, "log truncated: no trailer");

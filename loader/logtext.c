@@ -19,25 +19,6 @@ struct line {
 	size_t klen, vlen, at;
 };
 
-/* Decimal u64: 1-20 digits, no sign, no overflow. */
-static int dec(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 /* 0x followed by 1-16 hex digits. */
 static int hex(const char *s, size_t n, uint64_t *out)
 {
@@ -90,7 +71,7 @@ static int indexed(const struct line *l, const char *prefix, uint64_t max)
 	uint64_t n;
 
 	return l->klen > p && !memcmp(l->key, prefix, p) &&
-	       !dec(l->key + p, l->klen - p, &n) && n <= max;
+	       !chkwin_dec(l->key + p, l->klen - p, &n) && n <= max;
 }
 
 static int has_prefix(const struct line *l, const char *prefix)
@@ -129,22 +110,22 @@ static const char *check_header_line(const struct line *l, struct chkwin_text_ch
 	uint64_t v;
 
 	if (is(l, "cpus")) {
-		if (dec(l->val, l->vlen, &v) || v < 1 || v > CHKWIN_MAX_CPUS)
+		if (chkwin_dec(l->val, l->vlen, &v) || v < 1 || v > CHKWIN_MAX_CPUS)
 			return "not a CPU count (1-4096)";
 		c->cpus = (unsigned int)v;
 	} else if (is(l, "started_ns")) {
-		if (dec(l->val, l->vlen, &v))
+		if (chkwin_dec(l->val, l->vlen, &v))
 			return "not a whole number";
 		c->has_started = 1;
 		c->started_ns = v;
 	} else if (is(l, "sample_hz")) {
-		if (dec(l->val, l->vlen, &v))
+		if (chkwin_dec(l->val, l->vlen, &v))
 			return "not a whole number";
 	} else if (is(l, "target_cpu")) {
-		if (!(l->vlen == 2 && !memcmp(l->val, "-1", 2)) && dec(l->val, l->vlen, &v))
+		if (!(l->vlen == 2 && !memcmp(l->val, "-1", 2)) && chkwin_dec(l->val, l->vlen, &v))
 			return "not -1 or a CPU number";
 	} else if (is(l, "chksum_window_width")) {
-		if (!(l->vlen == 6 && !memcmp(l->val, "absent", 6)) && dec(l->val, l->vlen, &v))
+		if (!(l->vlen == 6 && !memcmp(l->val, "absent", 6)) && chkwin_dec(l->val, l->vlen, &v))
 			return "not absent or a whole number";
 	} else if (has_prefix(l, "func.")) {
 		if (!indexed(l, "func.", 255))
@@ -162,7 +143,7 @@ static const char *check_header_line(const struct line *l, struct chkwin_text_ch
 			return "not NAME FIRST LAST with 0 <= LAST - FIRST <= 1 MiB";
 	} else if (has_prefix(l, "record.")) {
 		if (!indexed(l, "record.", CHKWIN_MAX_TYPES - 1) ||
-		    dec(l->key + 7, l->klen - 7, &v) || v == 0)
+		    chkwin_dec(l->key + 7, l->klen - 7, &v) || v == 0)
 			return "not record.N (1-31)";
 		c->has_schema = 1;
 		return chkwin_schema_line(&c->schema, (unsigned long)v, l->val, l->vlen);
@@ -181,17 +162,17 @@ static const char *check_trailer_line(const struct line *l, struct chkwin_text_c
 	int i, n;
 
 	if (is(l, "ended_ns")) {
-		if (dec(l->val, l->vlen, &v))
+		if (chkwin_dec(l->val, l->vlen, &v))
 			return "not a whole number";
 		if (c->has_started && v < c->started_ns)
 			return "ends before the header's started_ns";
 	} else if (has_prefix(l, "lost.") || has_prefix(l, "count.")) {
-		if (dec(l->val, l->vlen, &v) &&
+		if (chkwin_dec(l->val, l->vlen, &v) &&
 		    !(l->vlen == strlen(CHKWIN_NOT_ATTACHED) &&
 		      !memcmp(l->val, CHKWIN_NOT_ATTACHED, l->vlen)))
 			return "not a whole number or " CHKWIN_NOT_ATTACHED;
 	} else if (has_prefix(l, "records.")) {
-		if (dec(l->val, l->vlen, &v))
+		if (chkwin_dec(l->val, l->vlen, &v))
 			return "not a whole number";
 		for (i = 1; i < CHKWIN_MAX_TYPES; i++) {
 			const char *name = chkwin_schema_name(&c->schema, (unsigned int)i);
@@ -210,9 +191,9 @@ static const char *check_trailer_line(const struct line *l, struct chkwin_text_c
 		for (i = 0; i < n; i++) {
 			const char *colon = memchr(f[i], ':', flen[i]);
 
-			if (!colon || dec(f[i], (size_t)(colon - f[i]), &slot) ||
+			if (!colon || chkwin_dec(f[i], (size_t)(colon - f[i]), &slot) ||
 			    slot >= CHKWIN_HIST_SLOTS ||
-			    dec(colon + 1, flen[i] - (size_t)(colon - f[i]) - 1, &v))
+			    chkwin_dec(colon + 1, flen[i] - (size_t)(colon - f[i]) - 1, &v))
 				return "not SLOT:COUNT pairs";
 		}
 	}

@@ -102,17 +102,19 @@ static int good_name(const char *p, size_t n)
 }
 
 /* 1-3 decimal digits. */
-static int small_dec(const char *p, size_t n, unsigned int *out)
+int chkwin_dec(const char *s, size_t n, uint64_t *out)
 {
-	unsigned int v = 0;
+	uint64_t v = 0;
 	size_t i;
 
-	if (n == 0 || n > 3)
+	if (n == 0 || n > 20)
 		return -1;
 	for (i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
+		if (s[i] < '0' || s[i] > '9')
 			return -1;
-		v = v * 10 + (unsigned int)(p[i] - '0');
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
 	*out = v;
 	return 0;
@@ -121,12 +123,15 @@ static int small_dec(const char *p, size_t n, unsigned int *out)
 /* CODE into show and size (bytes). */
 static int code(const char *p, size_t n, struct chkwin_field *f)
 {
-	unsigned int i, width;
+	unsigned int i;
+	uint64_t width;
 
 	for (i = 0; i < sizeof(show_codes) / sizeof(show_codes[0]); i++) {
 		size_t k = strlen(show_codes[i]);
 
-		if (n <= k || memcmp(p, show_codes[i], k) || small_dec(p + k, n - k, &width))
+		/* A width is at most 3 digits: "u0008" is not a code. */
+		if (n <= k || n - k > 3 || memcmp(p, show_codes[i], k) ||
+		    chkwin_dec(p + k, n - k, &width))
 			continue;
 		if (i == CHKWIN_SHOW_STR) {
 			if (width < 1 || width > CHKWIN_PAYLOAD)
@@ -148,7 +153,7 @@ static const char *field(const char *p, size_t n, struct chkwin_field *f)
 {
 	const char *colon = memchr(p, ':', n), *at, *q;
 	size_t rest;
-	unsigned int off;
+	uint64_t off;
 
 	memset(f, 0, sizeof(*f));
 	if (!colon || !(at = memchr(colon, '@', n - (size_t)(colon - p))))
@@ -166,7 +171,7 @@ static const char *field(const char *p, size_t n, struct chkwin_field *f)
 		f->when = CHKWIN_WHEN_METADATA;
 		rest = (size_t)(q - at - 1);
 	}
-	if (small_dec(at + 1, rest, &off))
+	if (rest > 3 || chkwin_dec(at + 1, rest, &off))
 		return "a field that is not name:code@offset";
 	if (off + f->size > CHKWIN_PAYLOAD)
 		return "a field beyond the 48-byte payload";

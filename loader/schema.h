@@ -64,5 +64,10 @@ const char *chkwin_schema_line(struct chkwin_schema *s, unsigned long n,
 			       const char *val, size_t len);
 /* The name of record type n in s, or NULL. */
 const char *chkwin_schema_name(const struct chkwin_schema *s, unsigned int n);
+/*
+ * A decimal u64 of n bytes at s: 1-20 digits, no sign, no overflow; the
+ * one number parser of the log's texts.  0, or -1 with *out untouched.
+ */
+int chkwin_dec(const char *s, size_t n, uint64_t *out);
 
 #endif /* CHKWIN_SCHEMA_H */

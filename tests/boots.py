@@ -8,6 +8,7 @@ import subprocess
 from common import PY, REPO
 
 from analysis.chkwinlog import NOT_ATTACHED, PROBES
+from analysis.documents import BootStatus
 from guest.host import bootrunner
 
 
@@ -17,7 +18,7 @@ class Run:
         self.out = out
         self.console = (out / "console.log").read_text(errors="replace") \
             if (out / "console.log").exists() else ""
-        self.status = json.loads((out / "status.json").read_text()) \
+        self.status = BootStatus.read(out / "status.json") \
             if (out / "status.json").exists() else None
 
     def fields(self, key):

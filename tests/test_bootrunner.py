@@ -75,7 +75,7 @@ def test_a_killed_task_runs_again_and_only_whole_results_are_read(tmp_path):
                     "with the same flags, attempt 2 of 2"]
     assert (first.attempts, second.attempts) == (2, 1)
     assert first.returncode == second.returncode == 0
-    assert first.status["checksum_calls"] == second.status["checksum_calls"] > 0
+    assert first.status.checksum_calls == second.status.checksum_calls > 0
     assert (killed.out / RESULT).is_file()
     # The killed attempt's directory, moved aside by the next, is kept.
     [aside] = tmp_path.glob(".killed.unfinished-*")

@@ -23,7 +23,6 @@ the report must lead with the decisions and show predicted against
 measured.
 """
 
-import json
 import re
 import subprocess
 
@@ -37,6 +36,7 @@ from analysis import documents
 from analysis import experiment
 from guest.host import kmsg
 from analysis import poisson
+from analysis.documents import BootStatus
 
 # The short demo of tests/boots.py is shared with the other module of its
 # group, in one process.
@@ -66,12 +66,12 @@ def test_layout_latest_and_the_record_of_the_run(demo):
                                        "unpatched-gcc49-exact-recorded": 1}
     kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
     for b in doc["boots"]:
-        status = json.loads((top / b["dir"] / "status.json").read_text())
-        assert status["scenario_status"] == 0
+        status = BootStatus.read(top / b["dir"] / "status.json")
+        assert status.scenario_status == 0
         # The lab's windows go only to boots whose chkwin watches them.
-        assert status["lab_windows"] == (kinds[b["condition"]] in ("recorded", "rate"))
-        assert status["checksum_calls"] == b["calls"] > 0
-        assert status["clock"]["kind"] == "icount" and status["smp"] == 1
+        assert status.lab_windows == (kinds[b["condition"]] in ("recorded", "rate"))
+        assert status.checksum_calls == b["calls"] > 0
+        assert status.clock["kind"] == "icount" and status.smp == 1
         assert b["interrupts"]["timer"] > 0
     # The n-th boots of every condition share a phase seed (paired), and
     # the boots of one condition each have their own.
@@ -111,13 +111,13 @@ def test_the_plan_predicts_each_comparison_and_its_power(demo):
     # the time); four boots of a ratio of 3 keep at least 45% up to 10.
     assert 2.7 < control["ratio"] < 3.3 and 0.4 < control["power"] <= 1
     planned = doc["settings"]["plan_dispersion"]
-    assert planned["source"] == "the pilot's boots, flavours lumped" and planned["df"] == 1
-    assert planned["phi"] >= 1 and planned["conf"] == 0.80
+    assert planned["source"] == "the pilot's boots, a rate per flavour" and planned["df"] == 1
+    assert planned["phi"] >= 1 and planned["conf"] == 0.50
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("demo: the plan"))
     assert re.search(r"width 1/gcc49-exact: 4 boots a condition, [\d.]+ against [\d.]+ "
                      r"failures a boot \(the model, ratio 3(\.\d+)?\), [\d.]+% power to "
                      r"find it \"differs\"", line), line
-    assert "the 80% upper bound of " in line, line
+    assert "the 50% upper bound of " in line, line
     ran = [b for b in doc["boots"] if b["condition"] == "unpatched-gcc49"]
     made = sum(b["failures_total"] for b in ran)
     lo, hi = poisson.poisson_ci(made, 0.999)

@@ -12,13 +12,13 @@ the host's clock (sleep=on), so the count varies with the host's load.
 Two such boots both without a failure would be p < 1e-4 were they
 Poisson; the test needs one."""
 
-import json
 
 import pytest
 
 from tests import boots
 
 from analysis import walks
+from analysis.documents import BootStatus
 
 pytestmark = pytest.mark.guest
 
@@ -39,8 +39,8 @@ def test_counting_boots_are_recorded_and_only_they(demo):
         counting = kinds[b["condition"]] == "counting"
         assert b["record_replay"] is counting, b
         assert (top / b["dir"] / "replay.json").is_file() is counting
-        status = json.loads((top / b["dir"] / "status.json").read_text())
-        assert status["clock"]["sleep"] is counting
+        status = BootStatus.read(top / b["dir"] / "status.json")
+        assert status.clock["sleep"] is counting
 
 
 def test_every_failure_of_a_recorded_boot_is_walked_into_the_report(demo):

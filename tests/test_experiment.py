@@ -112,6 +112,14 @@ def test_dose_fit_has_an_intercept_and_a_trend_test():
     assert fit["slope_ci"][0] < 0 < fit["slope_ci"][1]
     line = dict(decisions.verdicts(Results(doc(flat, conds))))["dose"]
     assert line.startswith("failures per 1M calls shows no decided trend against the window")
+    # Each point with its own dispersion: a width whose boots spread widely
+    # gets the wider interval, and less weight, than a steady one.
+    wide = balanced([10, 10], [10, 10])
+    for w, ks in ((2, (20, 21, 19)), (4, (10, 70, 40)), (8, (80, 81, 79))):
+        wide += [boot(f"unpatched-gcc49-w{w}", i, k, M, i) for i, k in enumerate(ks, 1)]
+    points = {p["x"]: p for p in Results(doc(wide, conds)).dose("width")["points"]}
+    assert points[4]["phi"] > 10 and points[2]["phi"] == 1
+    assert points[4]["ci"][1] - points[4]["ci"][0] > 3 * (points[8]["ci"][1] - points[8]["ci"][0])
 
 
 def test_rate_dose_uses_the_measured_arrival_rate():
@@ -335,7 +343,7 @@ def test_the_plan_line_names_lost_boots_and_the_power_left():
                                "verdict": "differs", "power": 0.8,
                                "got": {"boots": 1, "planned": 2, "power": 0.0}}],
             plan_dispersion={"phi": 1.0, "df": 1, "estimate": 0.5, "conf": 0.8,
-                             "source": "the pilot's boots, flavours lumped"})
+                             "source": "the pilot's boots, a rate per flavour"})
     d.missing = [documents.Missing.from_json(lost)]
     line = prose.plan_line(d)
     assert "the budget cut it short" not in line and "every condition got" not in line
@@ -512,7 +520,7 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
                                "source": "the pilot's, measured", "verdict": "equivalent",
                                "power": 0.91}],
             plan_dispersion={"phi": 2.1, "df": 3, "estimate": 0.7, "conf": 0.8,
-                             "source": "the pilot's boots, flavours lumped"},
+                             "source": "the pilot's boots, a rate per flavour"},
             plan_power_range=[{"phi": 1, "needed": 7, "power": 0.95},
                               {"phi": 7, "needed": 52, "power": 0.2}],
             plan_reestimated={"at": 5, "phi": 3.2, "df": 5, "per_boot": 500.0,
@@ -521,7 +529,88 @@ def test_the_plan_line_says_its_bound_its_range_and_its_look():
     assert "at dispersion 2.10, the 80% upper bound of 0.70 on 3 df" in line, line
     assert "dispersion 7: 20% power at 9, 52 boots a flavour needed" in line, line
     assert "beyond 40 (--max-aa-boots) the run stops at the cap" in line, line
-    assert "re-estimated blind at 5 boots a flavour (the flavours lumped: dispersion " \
-        "3.20), 9 -> 12 boots a flavour" in line, line
+    assert "re-estimated at 5 boots a flavour (dispersion 3.20 about a rate per flavour, " \
+        "within phase-seed pairs), 9 -> 12 boots a flavour" in line, line
     d.settings.plan_dispersion = dict(d.settings.plan_dispersion, estimate=None)
     assert "gave no spread to bound" in prose.plan_line(d)
+
+
+def test_agreement_with_the_model_is_decided_as_equivalence():
+    """A 95% interval that excludes 1 while the 90% lies inside +-10% is a
+    difference smaller than the margin, said so, not a bare "disagrees";
+    an interval that holds 1 and lies inside agrees; one that holds 1 and
+    passes the margin is undecided, and nothing agrees on 0 df."""
+    from analysis import decisions
+    from analysis.experiment import agreement
+    assert agreement((1.02, 1.06), (1.025, 1.055), 5) == ("differs", True)
+    kind, inside = agreement((1.02, 1.06), (1.025, 1.055), 5)
+    assert decisions.model_words({"kind": kind, "within_margin": inside}) == \
+        "disagrees with the model, by less than +-10%"
+    assert agreement((1.05, 1.3), (1.06, 1.25), 5) == ("differs", False)
+    assert decisions.model_words({"kind": "differs", "within_margin": False}) == \
+        "disagrees with the model"
+    assert agreement((0.97, 1.06), (0.98, 1.05), 5) == ("agrees", True)
+    assert agreement((0.9, 1.2), (0.92, 1.15), 5) == ("undecided", False)
+    assert agreement((0.97, 1.06), (0.98, 1.05), 0) == ("undecided", False)
+
+
+def test_one_aberrant_boot_is_named_and_cannot_make_equivalent_alone(tmp_path):
+    """A demo's record built as the demo builds it (analysis/calibration.py's
+    Demo: pilot, plan, look, the A/A's boots), its third unpatched A/A boot
+    at four times its mean, written as experiment.json and reported.  At a
+    true ratio of 1.10, the margin's edge, the look at four pairs could not
+    yet single that boot out and read it as spread, which took the run to
+    the cap of 40, and the boot pulls the pooled ratio towards 1: on every
+    boot the A/A reads "equivalent"; without it, "differs".  The verdict
+    names the boot (its condition, its phase seed), says what held with and
+    without it, and declares neither; verdicts.json says the same, and the
+    report's per-boot figure is drawn."""
+    import numpy as np
+    from analysis import calibration
+    demo = calibration.Demo("poisson", 1.10, np.random.default_rng(177))
+    plan = demo.run(aberrant=(0, 3))
+    assert plan["aberrant"] == (0, True) and plan["run"] == 40, plan
+    (tmp_path / "experiment.json").write_text(json.dumps(demo.doc.to_json()))
+    lines = dict(report.write_experiment(tmp_path, documents.load(tmp_path)))
+    line = lines["flavour"]
+    assert "an aberrant boot flagged: unpatched-gcc49-w16-3 (unpatched-gcc49-w16, " \
+        "phase seed 3)" in line, line
+    assert "undecided: equivalent with this boot but not without it" in line, line
+    assert "the intervals with this boot are outside the verdict's guarantee" in line, line
+    got = json.loads((tmp_path / "verdicts.json").read_text())
+    aa = next(c for c in got["comparisons"] if c["key"] == "flavour")
+    assert aa["kind"] == "undecided" and not aa["within_margin"]
+    assert [f["boot"] for f in aa["flagged"]] == ["unpatched-gcc49-w16-3"]
+    assert aa["flagged"][0]["failures"] > 3 * aa["flagged"][0]["expected"]
+    assert aa["without_flagged"]["kind"] == "differs"
+    # No other comparison's boot is flagged, and the figure shows the boots.
+    assert all(not c["flagged"] for c in got["comparisons"] if c["key"] != "flavour")
+    assert (tmp_path / "boots.png").stat().st_size > 0
+    assert "boots.png" in (tmp_path / "report.md").read_text()
+
+
+def test_the_control_is_tested_against_the_models_ratio():
+    """Width 1 (W = 3) against the listing (W = 1), 48e-6 against 16e-6 a
+    call, six paired boots of 10 million calls: on the model, measured /
+    predicted agrees within +-10% (two one-sided tests of the ratio
+    against 3); 30% above it disagrees; with a tenth of the calls the
+    interval still holds 1 but is too wide to agree, and says undecided."""
+    conds = [cond("unpatched-gcc49-exact", "unpatched", "gcc49-exact", "counting"),
+             cond("unpatched-off", "unpatched", "off", "counting"),
+             cond("unpatched-gcc49", "unpatched", "gcc49", "control")]
+
+    def line(scale, calls):
+        boots = []
+        for n in range(1, 7):
+            jitter = (n % 3 - 1) * 0.02
+            for name, per_call in (("unpatched-gcc49-exact", 16e-6),
+                                   ("unpatched-gcc49", 48e-6 * scale)):
+                boots.append(icount_boot(name, n, round(per_call * calls * (1 + jitter)),
+                                         calls))
+            boots.append(icount_boot("unpatched-off", n, 0, calls))
+        res = Results(doc(boots, conds, shift=4, window="gcc49-exact", margin=0.10))
+        return dict(decisions.verdicts(res))["control"]
+    assert line(1.0, 10 * M).endswith("agrees within +-10%"), line(1.0, 10 * M)
+    assert "the model predicts 3.00: measured/predicted 1 (90% CI " in line(1.0, 10 * M)
+    assert line(1.3, 10 * M).endswith("disagrees with the model"), line(1.3, 10 * M)
+    assert line(1.0, M).endswith("undecided within +-10%"), line(1.0, M)

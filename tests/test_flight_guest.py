@@ -91,7 +91,7 @@ def test_every_printed_failure_is_attributed_from_snapshots(flight_run):
     assert len(log) == len(snaps) + int((snaps["calls"] + snaps["arrivals"]
                                          + snaps["blocks"]).sum())
     assert len(log) < int(log.trailer["count.chksum"]) / 20
-    assert run.status["chkwin"]["snapshots"] == len(snaps)
+    assert run.status.chkwin["snapshots"] == len(snaps)
 
 
 def test_failing_block_reads_are_in_the_snapshots(flight_run):

@@ -1,6 +1,5 @@
 """The lab's guests boot, are what they claim, and fail loudly."""
 
-import hashlib
 import os
 import pathlib
 import shutil
@@ -10,6 +9,7 @@ import pytest
 
 from tests.boots import boot
 from common import PY, REPO
+from common.digest import file_sha256
 from guest.host import console_lines
 from tests.kernels import kernel_dir
 
@@ -53,8 +53,8 @@ def test_lab_check(flavour, window, tmp_path):
     assert sorted(seen) == WINDOW_SYMBOLS
     for name, addr in seen.items():
         assert addr == system_map[name], name
-    assert run.status["ending"] == "exited"
-    assert run.status["scenario_status"] == 0
+    assert run.status.ending == "exited"
+    assert run.status.scenario_status == 0
     assert (tmp_path / "results.bin").read_bytes() == console_lines.status_line(0).encode()
 
 
@@ -66,7 +66,7 @@ def test_hung_guest_is_killed_and_console_kept(tmp_path):
                                f"15 s (console: {tmp_path}/console.log)\n")
     assert "Linux version" in run.console
     assert "hang: sleeping forever" in run.console
-    assert run.status["ending"] == "hang"
+    assert run.status.ending == "hang"
     assert (tmp_path / "cmdline.txt").read_text().startswith("qemu-system-aarch64 ")
 
 
@@ -77,14 +77,14 @@ def test_panicking_guest_is_reported(tmp_path):
     assert "Attempted to kill init" in run.proc.stderr
     assert run.proc.stderr.count("\n") == 1
     assert "Kernel panic" in run.console
-    assert run.status["ending"] == "panic"
+    assert run.status.ending == "panic"
 
 
 def test_unknown_scenario_is_127(tmp_path):
     run = boot(tmp_path, "unpatched", "no-such-scenario")
     assert run.proc.returncode == 127
     assert "unknown scenario 'no-such-scenario'" in run.console
-    assert run.status["scenario_status"] == 127
+    assert run.status.scenario_status == 127
 
 
 def test_a_loader_that_will_not_start_says_why(tmp_path):
@@ -96,7 +96,7 @@ def test_a_loader_that_will_not_start_says_why(tmp_path):
     assert run.proc.returncode == 1, run.proc.stderr
     assert "chkwin: unrecognized option '--no-such-option'" in run.console
     assert "record: error: chkwin did not start recording" in run.console
-    assert run.status["scenario_status"] == 1
+    assert run.status.scenario_status == 1
 
 
 def test_bad_flag_is_rejected(tmp_path):
@@ -132,10 +132,10 @@ def test_initramfs_is_byte_identical_when_built_twice(tmp_path):
 
 def test_runs_never_change_the_test_disk(tmp_path):
     disk = helper_path("testdisk.py")
-    before = hashlib.sha256(disk.read_bytes()).hexdigest()
+    before = file_sha256(disk)
     run = boot(tmp_path, "patched", "rk-loop", "--duration", "5")
     assert run.proc.returncode == 0, run.proc.stderr
     assert int(run.fields("passes")[0]) >= 1
     assert run.fields("checksum-invalid") == ["0"]
-    assert hashlib.sha256(disk.read_bytes()).hexdigest() == before
+    assert file_sha256(disk) == before
     assert disk.stat().st_mode & 0o222 == 0

@@ -41,8 +41,8 @@ def counting(tmp_path_factory, name, window, seeds, width=1, shift=SHIFT,
     runs = boot_many(specs)
     for run in runs:
         assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
-        assert run.status["clock"]["kind"] == "icount" and not run.status["singlestep"]
-        assert run.status["checksum_calls"] > 0 and run.status["interrupts"]
+        assert run.status.clock["kind"] == "icount" and not run.status.singlestep
+        assert run.status.checksum_calls > 0 and run.status.interrupts
     return runs
 
 
@@ -59,13 +59,13 @@ def doses(tmp_path_factory):
 
 def test_the_listings_window_fails_without_singlestep(exact):
     assert "-singlestep" not in (exact[0].out / "cmdline.txt").read_text()
-    assert sum(r.status["checksum_failures_total"] for r in exact) >= 1
+    assert sum(r.status.checksum_failures_total for r in exact) >= 1
 
 
 def test_window_off_never_fails(tmp_path_factory):
     runs = counting(tmp_path_factory, "off", "off", (1,), flavours=("unpatched", "patched"))
     for run in runs:
-        assert run.status["checksum_failures_total"] == 0
+        assert run.status.checksum_failures_total == 0
         assert run.fields("checksum-invalid") == ["0"]
         assert int(run.fields("passes")[0]) >= 1
 
@@ -76,9 +76,9 @@ def test_a_phase_seed_repeats_its_calls(tmp_path_factory):
     a pass (about 5%): the guest time spent idle waiting for block I/O
     follows the host's clock."""
     runs = counting(tmp_path_factory, "again", "gcc49-exact", (1, 1), passes=6)
-    first, second = (r.status["checksum_calls"] for r in runs)
+    first, second = (r.status.checksum_calls for r in runs)
     assert abs(second - first) <= 0.005 * first, (first, second)
-    assert [r.status["passes"] for r in runs] == [6, 6]
+    assert [r.status.passes for r in runs] == [6, 6]
     assert all(r.fields("passes") == ["6"] for r in runs)
 
 
@@ -87,9 +87,9 @@ def test_failures_follow_the_model(dose, doses):
     """Measured / predicted: its 99% interval covers 1 and is within +-30%."""
     width = DOSES[dose][0]
     runs = doses[dose]
-    predicted = sum(r.status["checksum_calls"] * model.per_call(
-        "gcc49", width, r.status["interrupts"], SHIFT) for r in runs)
-    measured = sum(r.status["checksum_failures_total"] for r in runs)
+    predicted = sum(r.status.checksum_calls * model.per_call(
+        "gcc49", width, r.status.interrupts, SHIFT) for r in runs)
+    measured = sum(r.status.checksum_failures_total for r in runs)
     ratio, (lo, hi) = model.ratio_to_model(measured, predicted, conf=0.99)
     what = f"{measured} failures against {predicted:.1f} predicted: {ratio:.2f} ({lo:.2f}-{hi:.2f})"
     assert lo <= 1 <= hi, what

@@ -1,6 +1,5 @@
 """Kernel builds: cache keys, rebuilds, patch hygiene, bad input."""
 
-import hashlib
 import json
 import os
 import pathlib
@@ -11,16 +10,13 @@ import uuid
 import pytest
 
 from common import REPO
+from common.digest import file_sha256
 from tests.kernels import kbuild, kbuild_args, kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
 
 PATCHES = REPO / "kernel-patches"
 FLAVOURS = ("unpatched", "patched")
-
-
-def sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def patch_env(tmp_path, edit):
@@ -33,12 +29,12 @@ def patch_env(tmp_path, edit):
 
 def test_unchanged_inputs_hit_the_cache():
     first, _ = kbuild(*FLAVOURS)
-    images = {f: sha256(pathlib.Path(first[f]["dir"]) / "Image") for f in FLAVOURS}
+    images = {f: file_sha256(pathlib.Path(first[f]["dir"]) / "Image") for f in FLAVOURS}
     again, proc = kbuild(*FLAVOURS)
     for flavour in FLAVOURS:
         assert again[flavour]["cache"] == "hit"
         assert again[flavour]["dir"] == first[flavour]["dir"]
-        assert sha256(pathlib.Path(again[flavour]["dir"]) / "Image") == images[flavour]
+        assert file_sha256(pathlib.Path(again[flavour]["dir"]) / "Image") == images[flavour]
     assert "cache hit" in proc.stderr
 
 

@@ -98,7 +98,7 @@ def gcc49_run(request, tmp_path_factory, reader):
 def test_attaches_in_tracepoint_mode_and_loses_nothing(gcc49_run):
     run, log = gcc49_run
     assert log.status["status"] == "complete", log.status
-    assert log.header["flavour"] == run.status["flavour"]
+    assert log.header["flavour"] == run.status.flavour
     assert log.header["mode.chksum"] == "tp_btf"
     assert log.header["mode.verify"] == "tp_btf"
     assert log.header["mode.irq"] == "tp_btf+irq_regs"
@@ -117,7 +117,7 @@ def test_closing_record_agrees_with_the_log(gcc49_run):
     """The JSON closing line scripts parse (status.json keeps it) says what
     the log's trailer says."""
     run, log = gcc49_run
-    result = run.status["chkwin"]
+    result = run.status.chkwin
     assert result, run.console[-3000:]
     assert result["ending"] == log.trailer["ending"]
     assert result["checksum_calls"] == int(log.trailer["count.chksum"]) > 0
@@ -216,7 +216,7 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     assert log.trailer["count.sample.window"] == "0"
     assert log.trailer["count.chksum_window"] == "0"
     assert int(log.trailer["count.sample.chksum"]) > 0
-    assert run.status["checksum_failures_total"] == 0
+    assert run.status.checksum_failures_total == 0
     # Two CPUs send each other IPIs: ipi_entry counts each one and names
     # its kind in the arrival's record (unless the ring had no room for it).
     named = sum(n for kind, n in log.tally["irq", "ipi"].items() if kind)
@@ -302,7 +302,7 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
 def test_without_the_lab_windows_no_window_is_watched(tmp_path):
     run = boot(tmp_path, "unpatched", "loader-plan", "--no-lab-windows")
     assert run.proc.returncode == 0, run.console[-2000:]
-    assert run.status["lab_windows"] is False
+    assert run.status.lab_windows is False
     assert not (run.out / "lab.windows").exists()
     assert "chkwin: watch." not in run.console
     assert run.console.count("chkwin: windows  none watched") == DRY_RUNS

@@ -97,16 +97,26 @@ def test_equivalence_cannot_be_planned_above_its_ceiling():
 
 
 def test_the_plan_bounds_the_pilots_dispersion_from_above():
-    """A pilot of four boots that look Poisson still plans on a wider
-    spread (its 80% upper bound), a wide one on many more boots; the
-    blinded look plans on the point estimate, never below the plan: more
-    when the spread turns out wider."""
-    steady = [(500, 1), (520, 1), (480, 1), (510, 1)]
+    """A pilot of two boots a flavour plans on its dispersion's median
+    bound about a rate per flavour (2 df: X / chi-square's median on 2 df,
+    1.386), wider than the estimate; a wide one on many more boots; a true
+    difference between the flavours is not read as spread; the look plans
+    on the point estimate within pairs about a rate per flavour, never
+    below the plan: more when the spread turns out wider, and not for a
+    true difference between the flavours."""
+    steady = [[(500, 1), (540, 1)], [(525, 1), (500, 1)]]
     plan, fit = planning.plan_aa(steady, None, 0.10, 0.90, 40)
-    assert fit.df == 3 and plan["phi"] > max(fit.phi, 1) and plan["conf"] == 0.80
-    assert plan["boots"] > planning.aa_boots(502.5, 1.0, 0.10, 0.90, 40)
-    wide = [(500, 1), (620, 1), (400, 1), (560, 1)]
+    assert fit.df == 2 and plan["conf"] == 0.50
+    assert plan["phi"] == pytest.approx(fit.chi2 / 1.386, rel=1e-3) and plan["phi"] > fit.phi
+    assert plan["boots"] > planning.aa_boots(516.25, fit.phi, 0.10, 0.90, 40)
+    wide = [[(500, 1), (620, 1)], [(560, 1), (400, 1)]]
     assert planning.plan_aa(wide, None, 0.10, 0.90, 40)[0]["boots"] > plan["boots"]
+    # The patched pilot a quarter higher: its spread scales with it (at
+    # most 1.25 times), where lumped the four boots read dispersion 9.
+    shifted = [steady[0], [(round(k * 1.25), n) for k, n in steady[1]]]
+    _, fit_shifted = planning.plan_aa(shifted, None, 0.10, 0.90, 40)
+    assert fit_shifted.phi <= 1.25 * fit.phi + 1e-9
+    assert verdict.fit(shifted[0] + shifted[1]).phi > 5
     half = (plan["boots"] + 1) // 2
     a = [(500 + (i % 3) * 10, 1) for i in range(half)]
     b = [(505 + (i % 2) * 10, 1) for i in range(half)]
@@ -118,6 +128,10 @@ def test_the_plan_bounds_the_pilots_dispersion_from_above():
     wider = [(500 + (i % 2) * 140, 1) for i in range(half)]
     again = planning.look(wider, b, labels, labels, 0.10, 0.90, 40, plan["boots"])
     assert again["boots"] > plan["boots"] and again["phi"] > 2
+    # A quarter more failures in one flavour, boot for boot: no spread.
+    higher = [(round(k * 1.25), n) for k, n in b]
+    again = planning.look(a, higher, labels, labels, 0.10, 0.90, 40, plan["boots"])
+    assert again["phi"] == 1 and again["boots"] == plan["boots"]
 
 
 def test_unclamped_dispersion_tells_phase_lock_from_poisson():
@@ -180,3 +194,18 @@ def test_the_hardware_extrapolation():
     assert lam == 250 and mtbf == pytest.approx(1 / (50 * 250 * 0.5e-9))
     assert decide == pytest.approx(2862 * mtbf)
     assert model.duration(mtbf) == "1.85 days" and model.duration(30) == "30 s"
+
+
+def test_the_budget_states_the_power_of_the_run_it_admits():
+    """Ten minutes left on two jobs, 300 s of other boots still to run and
+    an A/A round of 60 s: (1,200 - 300) / 60 = 15 boots a flavour; nothing
+    left, none.  A plan whose A/A the budget cuts says what it admits and
+    the power there beside the power planned."""
+    assert planning.budget_boots(600, 2, 300, 60) == 15
+    assert planning.budget_boots(100, 2, 300, 60) == 0
+    line = planning.describe({"what": "unpatched/patched at width 16", "boots": 21,
+                              "per_boot": [530.0, 530.0], "ratio": 1.0,
+                              "source": "the pilot's, measured", "verdict": "equivalent",
+                              "power": 0.91, "budget": {"boots": 12, "power": 0.62}})
+    assert line.endswith("91.0% power to find it \"equivalent\"; the budget admits about 12 "
+                         "a condition: 62% power there"), line

@@ -19,7 +19,6 @@ failed 46 (percpu), 36 (shared) and 48 (buffer) times in such a boot
 (seed 7, recorded, on the kernel of the commit that wrote this).
 """
 
-import hashlib
 import json
 import pathlib
 import re
@@ -28,8 +27,10 @@ import subprocess
 
 import pytest
 
+from analysis.documents import BootStatus
 from tests.boots import boot_many, icount_args
 from common import PY, REPO
+from common.digest import file_sha256
 from tests.kernels import kernel_dir
 
 pytestmark = pytest.mark.guest
@@ -42,7 +43,7 @@ LOOP_WIDTH = 4
 
 def digests(run):
     """SHA-256 of every file a recording keeps: a replay must not touch one."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+    return {p.name: file_sha256(p)
             for p in sorted(run.iterdir()) if p.is_file()}
 
 
@@ -69,8 +70,8 @@ def recordings(tmp_path_factory):
          "ext4.chksum_window=gcc49-indirect")])
     for run in runs:
         assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
-        assert run.status["checksum_failures_total"] > 0, run.status
-        assert run.status["clock"]["record_replay"] is True
+        assert run.status.checksum_failures_total > 0, run.status
+        assert run.status.clock["record_replay"] is True
     return {"loop": runs[0], "indirect": runs[1], "disk": disk}
 
 
@@ -80,7 +81,7 @@ def test_recording_keeps_log_command_line_and_input_hashes(recordings):
     assert meta["log"]["bytes"] == (run / "replay.bin").stat().st_size > 0
     assert {"kernel", "initramfs", "disk", "guest_files"} <= set(meta["inputs"])
     kernel = pathlib.Path(meta["inputs"]["kernel"]["path"])
-    assert kernel.parent.name == meta["kernel_entry"] == recordings["loop"].status["kernel"]
+    assert kernel.parent.name == meta["kernel_entry"] == recordings["loop"].status.kernel
     icount = meta["argv"][meta["argv"].index("-icount") + 1]
     assert f",rr=record,rrfile={run / 'replay.bin'}" in icount
     # Every block device behind blkreplay, its file never written.
@@ -98,9 +99,9 @@ def test_replay_reproduces_the_recording(recordings):
     assert "reproduced" in proc.stdout and proc.stderr == ""
     out = run / "replay-1"
     assert (out / "console.log").read_bytes() == (run / "console.log").read_bytes()
-    status = json.loads((out / "status.json").read_text())
-    assert status["checksum_failures"] == recordings["loop"].status["checksum_failures"]
-    assert status["checksum_calls"] == recordings["loop"].status["checksum_calls"]
+    status = BootStatus.read(out / "status.json")
+    assert status.checksum_failures == recordings["loop"].status.checksum_failures
+    assert status.checksum_calls == recordings["loop"].status.checksum_calls
     assert digests(run) == before
 
 
@@ -177,14 +178,18 @@ def test_walk_explains_a_window_stackscan_does_not_flag(recordings):
 
 
 # ext4.chksum_offstack mode: the writer's context, the callback that wrote
-# (and what called it), the function whose store it was, the memory.
+# (and what called it), the functions whose store it may be (the scrub
+# corrupts through chksum_update() and, in some phases, its own store
+# comes last: 53 and 1 of 54 percpu failures in bench/RESULTS.md's walk
+# rows), the memory.
 OFFSTACK = {
-    "percpu": ("softirq", "timer callback", "ext4_chksum_percpu_scrub", "chksum_update+",
+    "percpu": ("softirq", "timer callback", "ext4_chksum_percpu_scrub",
+               ("chksum_update+", "ext4_chksum_percpu_scrub+"),
                "per-CPU ext4_chksum_percpu_desc+"),
-    "shared": ("another task", "work item", "ext4_chksum_shared_scrub", "chksum_update+",
-               "heap"),
+    "shared": ("another task", "work item", "ext4_chksum_shared_scrub",
+               ("chksum_update+", "ext4_chksum_shared_scrub+"), "heap"),
     "buffer": ("hard interrupt", "hrtimer callback", "ext4_chksum_buffer_flip",
-               "ext4_chksum_buffer_flip+", "the checksummed bytes"),
+               ("ext4_chksum_buffer_flip+",), "the checksummed bytes"),
 }
 
 
@@ -197,7 +202,7 @@ def offstack(tmp_path_factory):
                       for m, out in outs.items()])
     for run in runs:
         assert run.proc.returncode == 0, run.proc.stderr + run.console[-2000:]
-        assert run.status["checksum_failures_total"] > 0, run.status
+        assert run.status.checksum_failures_total > 0, run.status
     return dict(zip(OFFSTACK, runs))
 
 

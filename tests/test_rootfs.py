@@ -7,7 +7,6 @@ inode loop runs.  The root disk is attached with snapshot=on, so the
 cached image must come out of the boot unchanged.
 """
 
-import hashlib
 import json
 import subprocess
 
@@ -15,19 +14,12 @@ import pytest
 
 from tests.boots import boot
 from common import PY, REPO
+from common.digest import file_sha256
 
 # Boots two-vCPU guests on the host clock: make test's hostclock phase.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 DURATION = "8"
-
-
-def digest(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def rootfs_json():
@@ -46,10 +38,10 @@ def rootfs():
 @pytest.fixture(scope="module")
 def peers_run(tmp_path_factory, rootfs):
     image = f"{rootfs['dir']}/rootfs.img"
-    before = digest(image)
+    before = file_sha256(image)
     run = boot(tmp_path_factory.mktemp("peers-check"), "unpatched", "peers-check",
                "--root", "debian", "--duration", DURATION)
-    run.image_unchanged = digest(image) == before
+    run.image_unchanged = file_sha256(image) == before
     return run
 
 
@@ -70,7 +62,7 @@ def test_rootfs_second_call_is_a_cache_hit(rootfs):
 def test_debian_root_boots_and_runs_the_peers(peers_run):
     assert peers_run.proc.returncode == 0, \
         peers_run.proc.stderr + peers_run.console[-3000:]
-    assert peers_run.status["root"] == "debian"
+    assert peers_run.status.root == "debian"
     assert peers_run.fields("os") == ["Debian GNU/Linux 12 (bookworm)"]
     assert peers_run.fields("bpftrace")[0].startswith("bpftrace v0.17")
     assert peers_run.fields("perf")[0].startswith("perf version 6.1")

@@ -443,10 +443,10 @@ def test_stock_image_has_no_symbols(stackscan, stock, tmp_path):
 
 def test_stock_image_by_its_own_kallsyms(stackscan, stock):
     """The stock Image placed by a System.map made from the booted kernel's
-    /proc/kallsyms (guest/stockkernel.py --print-system-map): scanned to
-    the end, its findings reported."""
-    out = subprocess.run([PY, str(REPO / "guest/stockkernel.py"),
-                          "--print-system-map"], capture_output=True, text=True)
+    /proc/kallsyms (guest/stocksymbols.py): scanned to the end, its
+    findings reported."""
+    out = subprocess.run([PY, str(REPO / "guest/stocksymbols.py")],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     sysmap = pathlib.Path(out.stdout.strip())
     assert sysmap.parent == stock

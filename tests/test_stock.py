@@ -119,8 +119,8 @@ def log(stock_run):
 def test_stock_kernel_boots_with_its_modules(stock_run, series):
     kdir = stockkernel.build(SERIES[series])
     assert (kdir / "release").read_text().startswith(series + ".")
-    assert stock_run.status["flavour"] == "stock"
-    assert stock_run.status["ending"] == "exited"
+    assert stock_run.status.flavour == "stock"
+    assert stock_run.status.ending == "exited"
     loaded = stock_run.fields("init: loaded modules")
     assert loaded and loaded[0].split() == (kdir / "modules" / "order").read_text().split()
     order = loaded[0].split()
@@ -177,7 +177,7 @@ def test_checksums_igets_interrupts_and_blocks_in_plausible_numbers(stock_run, l
     # Zero failures: every iget succeeded, and the kernel printed none.
     assert set(log.iget_errs) == {0}, log.iget_errs
     assert log.trailer["count.iget_badcrc"] == "0"
-    assert stock_run.status["checksum_invalid"] == 0
+    assert stock_run.status.checksum_invalid == 0
 
 
 def test_caller_kinds_come_from_the_stack(log):

@@ -1,6 +1,5 @@
 """The test disk is reproducible, valid ext4 with metadata_csum, read-only."""
 
-import hashlib
 import json
 import os
 import pathlib
@@ -8,6 +7,7 @@ import subprocess
 import time
 
 from common import PY, REPO
+from common.digest import file_sha256
 
 
 def build(cache, *args, umask=0o022):
@@ -19,18 +19,14 @@ def build(cache, *args, umask=0o022):
     return pathlib.Path(proc.stdout.strip()), proc.stderr
 
 
-def digest(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def test_same_parameters_give_identical_bytes(tmp_path):
     a, _ = build(tmp_path / "a", "--files", "300")
     # Another second and another umask: host ctimes and modes must not leak in.
     time.sleep(1.1)
     b, _ = build(tmp_path / "b", "--files", "300", umask=0o002)
-    assert digest(a) == digest(b)
+    assert file_sha256(a) == file_sha256(b)
     c, _ = build(tmp_path / "c", "--files", "300", "--seed", "7")
-    assert digest(c) != digest(a)
+    assert file_sha256(c) != file_sha256(a)
 
 
 def test_image_is_valid_checksummed_and_read_only(tmp_path):
@@ -45,7 +41,7 @@ def test_image_is_valid_checksummed_and_read_only(tmp_path):
     assert "c4c4c4c4-2021-0105-a72a-000000000001" in header
     assert image.stat().st_mode & 0o777 == 0o444
     meta = json.loads(image.with_suffix(".json").read_text())
-    assert meta["sha256"] == digest(image)
+    assert meta["sha256"] == file_sha256(image)
     assert meta["inode_size"] == 256 and meta["inode_tables"]
     listing = subprocess.run(["debugfs", "-R", "ls -p /d000/d000", str(image)],
                              capture_output=True, text=True).stdout

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 
+from analysis import calibration
 from analysis import verdict
 
 M = 1e6
@@ -184,3 +185,59 @@ def test_precision_of_a_rate():
     r = verdict.rate([(45, M)])
     assert 0.25 < r.half_width() < 0.35
     assert verdict.rate([(0, M)]).half_width() == math.inf
+
+
+def test_an_aberrant_boot_is_flagged_in_whichever_condition_holds_it():
+    """Twenty phase-seed pairs at dispersion 3 and 500 failures a boot, one
+    boot at four times its mean: the boot itself is named (not its pair's
+    partner, whose residual within the pair mirrors it), with what the
+    other boots predict for it."""
+    rng = np.random.default_rng(4)
+    blocks = [list(range(20))] * 2
+    for side in (0, 1):
+        boots = [[(int(k), M) for k in calibration.draw(rng, 500, 3, 20)] for _ in range(2)]
+        boots[side][7] = (4 * boots[side][7][0], M)
+        found = verdict.aberrant(boots, blocks)
+        assert [(a.condition, a.boot) for a in found] == [(side, 7)], found
+        assert 300 < found[0].expected < 700 and found[0].residual > found[0].threshold
+
+
+def test_every_aberrant_boot_of_an_unblocked_comparison_is_named():
+    """Without pairs (one block of every boot, as an unblocked comparison
+    has it) no two residuals mirror each other: two aberrant boots, one in
+    each condition, are both named."""
+    rng = np.random.default_rng(5)
+    boots = [[(int(k), M) for k in calibration.draw(rng, 500, 3, 20)] for _ in range(2)]
+    boots[0][3] = (4 * boots[0][3][0], M)
+    boots[1][11] = (4 * boots[1][11][0], M)
+    found = verdict.aberrant(boots, [[0] * 20] * 2)
+    assert sorted((a.condition, a.boot) for a in found) == [(0, 3), (1, 11)], found
+
+
+def test_boots_that_follow_the_model_are_seldom_flagged():
+    """The flag's family-wise rate over a comparison's boots: at most 5%
+    (plus three Monte Carlo SE of 400 comparisons), for many boots at
+    dispersion 3 and for the window comparison's four low-count pairs."""
+    rng = np.random.default_rng(6)
+    for mean, phi, n in ((500, 3, 20), (16, 1.5, 4)):
+        flagged = sum(bool(verdict.aberrant(
+            [[(int(k), M) for k in calibration.draw(rng, mean, phi, n)] for _ in range(2)],
+            [list(range(n))] * 2)) for _ in range(400))
+        assert flagged / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400), (mean, flagged)
+
+
+def test_undecided_asks_for_paired_boots_and_says_when_they_pass_the_cap():
+    """Paired boots estimate the spread on n - 1 df, not 2n - 2: fewer df,
+    more boots asked; boots beyond the run's cap are said to be."""
+    a = [(52, M), (47, M), (56, M)]
+    b = [(50, M), (45, M), (60, M)]
+    spread = verdict.fit_blocked([a, b], [list(range(3))] * 2)
+    unpaired = verdict.compare(a, b, 0.10, spread=spread)
+    paired = verdict.compare(a, b, 0.10, spread=spread, paired=True)
+    assert unpaired.kind == paired.kind == "undecided"
+    assert paired.more > unpaired.more
+    capped = verdict.compare(a, b, 0.10, spread=spread, paired=True, cap=20)
+    assert f"({3 + capped.more} in all, above the run's cap of 20, so not within one " \
+        "run)" in capped.text, capped.text
+    assert "above the run's cap" not in verdict.compare(a, b, 0.10, spread=spread,
+                                                          paired=True, cap=500).text

@@ -22,6 +22,7 @@ from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
 from guest.host import stockkernel
+from guest.host import stocksymbols
 
 # Boots two-vCPU guests on the host clock: make test's hostclock phase.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
@@ -75,11 +76,11 @@ def test_stackscans_windows_attribute_every_failure(lab_run):
     assert log.watched() == [(w.name, first, last) for w, first, last in placed]
     assert "window" not in log.header and "window.exact" not in log.header
     assert [name for name, _, _ in log.watched()] == [w.name for w in windows.read(wfile)]
-    printed = run.status["checksum_failures_total"]
+    printed = run.status.checksum_failures_total
     assert printed >= 5, "the gcc49 run produced too few failures to attribute"
     assert len(corr.failures) == printed
     assert corr.attributed() == printed
-    assert run.status["chkwin"]["watched_arrivals"]
+    assert run.status.chkwin["watched_arrivals"]
 
 
 def test_per_window_counts_from_bpf_equal_the_records(lab_run):
@@ -89,7 +90,7 @@ def test_per_window_counts_from_bpf_equal_the_records(lab_run):
     assert irq == offline_counts(log, "irq")
     assert sum(irq.values()) == log.counter("irq.window") > 0
     assert not log.attached(f"watch.sample.{log.watched()[0][0]}")
-    assert run.status["chkwin"]["watched_arrivals"] == {k: v for k, v in irq.items() if v}
+    assert run.status.chkwin["watched_arrivals"] == {k: v for k, v in irq.items() if v}
 
 
 def test_a_file_chkwin_cannot_place_is_one_line(tmp_path):
@@ -107,7 +108,7 @@ def test_stock_kernel_hand_written_windows_count_as_the_records(tmp_path):
     """Debian's 6.1 kernel: windows written by hand from its kallsyms;
     chkwin's per-window counts from BPF equal the -R all log's arrivals
     classified offline by the same ranges."""
-    sysmap = stockkernel.system_map(stockkernel.build(None), None)
+    sysmap = stocksymbols.system_map(stockkernel.build(None), None)
     wfile = tmp_path / "idle.windows"
     wfile.write_text(windows.idle_windows(windows.symbols_from(sysmap)))
     run = boot(tmp_path / "run", "stock", "record", "--duration", "15",
@@ -152,7 +153,7 @@ def test_snapshot_on_window_keeps_the_history_of_every_window_arrival(tmp_path):
     assert set(snaps["ts"][snaps["trigger"] == log.layout.type_ids["irq"]]) \
         <= set(in_window["ts"])
     corr = correlate.Correlation(log, fsgeom.find(tmp_path / "run/log.bin"))
-    printed = run.status["checksum_failures_total"]
+    printed = run.status.checksum_failures_total
     assert printed > 0 and corr.attributed() == len(corr.failures) == printed
 
 
@@ -181,7 +182,7 @@ def test_arrivals_in_a_frameless_leaf_and_the_idle_path_are_where_the_code_says(
     kprobe, and the stack method still serves when asked."""
     if kernel == "stock":
         kdir = stockkernel.build(None)
-        sysmap = stockkernel.system_map(kdir, None)
+        sysmap = stocksymbols.system_map(kdir, None)
     else:
         kdir = kernel_dir(kernel)
         sysmap = kdir / "System.map"

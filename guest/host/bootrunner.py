@@ -3,13 +3,13 @@ ones that were lost, collect each boot's result.
 
 A boot is guest/run.py's flags and a result directory, which counts as a
 result once guest/host/boottask.py has published its task.json (written
-aside and renamed when run.py ends).  An
-engine runs boots and says, for each, whether it published a result or
-was lost on the way and why (its task killed: a lost node, scancel, a
-time limit).  Lost boots are run again with the same flags (so the same
-phase seed) up to `retries` more times, then reported with their reason;
-a boot that ran and failed (a hung or panicked guest) is a result, not a
-loss: the same seed would fail the same way.
+aside and renamed when the boot ends).  An engine runs boots and says,
+for each, whether it published a result or was lost on the way and why
+(its task killed: a lost node, scancel, a time limit).  Lost boots are
+run again with the same flags (so the same phase seed) up to `retries`
+more times, then reported with their reason; a boot that ran and failed
+(a hung or panicked guest) is a result, not a loss: the same seed would
+fail the same way.
 
 Engines: LocalEngine here (one boot a core on this machine) and
 guest/host/slurmengine.SlurmEngine (a Slurm job array).
@@ -25,6 +25,7 @@ import signal
 import subprocess
 import threading
 
+from analysis.documents import BootStatus
 from common import PY, REPO
 from common.errors import die
 from common.progress import LOGGER
@@ -53,12 +54,12 @@ class Boot:
 @dataclasses.dataclass
 class Outcome:
     """What became of a boot: run.py's exit status, its one-line reason
-    when it failed, status.json, where it ran; returncode None when every
+    when it failed, its BootStatus, where it ran; returncode None when every
     attempt was lost (reason then says how the last one was)."""
     boot: Boot
     returncode: int
     reason: str
-    status: dict
+    status: BootStatus
     stderr: list
     host: str
     attempts: int
@@ -73,7 +74,7 @@ def result(boot, attempts):
     """The Outcome of a boot whose result directory was published."""
     task = json.loads((boot.out / RESULT).read_text())
     status_path = boot.out / "status.json"
-    status = json.loads(status_path.read_text()) if status_path.exists() else None
+    status = BootStatus.read(status_path) if status_path.exists() else None
     return Outcome(boot, task["returncode"], task["reason"], status, task["stderr"],
                    task["host"], attempts, task["wall_seconds"])
 
@@ -112,9 +113,8 @@ class LocalEngine:
         with self._lock:
             if self._cancelled:
                 return "cancelled before it started"
-            # A session of its own: cancel() ends the task with its run.py
-            # and QEMU, and a ^C meant for the runner reaches them only
-            # through it.
+            # A session of its own: cancel() ends the task with its QEMU,
+            # and a ^C meant for the runner reaches them only through it.
             proc = subprocess.Popen([PY, str(REPO / "guest/boottask.py"), "--out",
                                      str(boot.out), "--", *boot.flags],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -209,7 +209,7 @@ def run(engine, boots, retries=RETRIES, on_outcome=None, say=None):
 
 
 def statuses(boots, jobs):
-    """status.json of each boot, run jobs at a time on this machine; a
+    """The BootStatus of each boot, run jobs at a time on this machine; a
     boot that fails or is lost ends the caller with its one-line reason."""
     engine = LocalEngine(jobs)
     try:

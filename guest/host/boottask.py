@@ -1,14 +1,15 @@
 #!/usr/bin/python3
-"""One boot as a task: guest/run.py into its result directory, and a
-result file published only when run.py has finished.
+"""One boot as a task: guest/host/run.py's boot() into its result
+directory, and a result file published only when the boot has finished.
 
-The boot runs into OUT; when run.py exits, its exit status, the last line
-of its stderr and where it ran are written aside and renamed to
-OUT/task.json.  A reader takes OUT as a boot's result only once task.json
-is there, so a task killed half-way (scancel, a time limit, a lost node)
-is never read as one.  A later attempt moves such an unfinished directory
-aside (.OUT.unfinished-N, kept for a look) and starts afresh.  A boot
-whose QEMU was killed from outside (not by run.py's watchdog) is not a
+The boot runs into OUT, in this process; when it ends, the exit status
+run.py would give it, its one-line reason and where it ran are written
+aside and renamed to OUT/task.json.  A reader takes OUT as a boot's
+result only once task.json is there, so a task killed half-way
+(scancel, a time limit, a lost node) is never read as one.  A later
+attempt moves such an unfinished directory aside (.OUT.unfinished-N,
+kept for a look) and starts afresh.  A boot
+whose QEMU was killed from outside (not by the boot's watchdog) is not a
 result either: the task exits 1 without publishing, so the runner retries
 it.  Paths inside OUT (the console, a recording's replay.json) stay true
 because the boot never moves.
@@ -22,6 +23,8 @@ in it) or was there already, 1 otherwise, with one line on stderr.
 """
 
 import argparse
+import collections
+import contextlib
 import errno
 import json
 import os
@@ -33,14 +36,14 @@ import subprocess
 import sys
 import time
 
-from common import PY, REPO
-from common.errors import die
+from common.errors import OneLineError, die
+from common.jsonfile import write_json
 from common.progress import log
-from guest.host.resultsdir import write_json
+from guest.host import run
 from guest.host.run import QEMU
 
 RESULT = "task.json"
-# Lines of run.py's stderr a result keeps.
+# Lines of the boot's stderr a result keeps.
 STDERR_LINES = 40
 # run.py's options that name a file the boot reads: one a node cannot
 # read loses the boot (another node may), it is not the boot's failure.
@@ -65,17 +68,56 @@ def set_aside(out):
     die(f"cannot move the unfinished {out} aside: 999 are there already")
 
 
-def killed_from_outside(out):
+def killed_from_outside(status):
     """Whether QEMU ended on a signal that comes from outside (the OOM
-    killer, a node going down), not one run.py's watchdog sent (status.json
-    then says hung) nor QEMU's own crash (SIGABRT, SIGSEGV: the same seed
-    would crash again, so that is the boot's failure)."""
-    try:
-        status = json.loads((out / "status.json").read_text())
-    except (OSError, ValueError):
-        return False
-    code = status.get("qemu_exit")
-    return status.get("ending") == "exited" and code is not None and -code in OUTSIDE
+    killer, a node going down), not one the boot's watchdog sent (the
+    status then says hung) nor QEMU's own crash (SIGABRT, SIGSEGV: the same
+    seed would crash again, so that is the boot's failure)."""
+    code = status.qemu_exit
+    return status.ending == "exited" and code is not None and -code in OUTSIDE
+
+
+class KeptStderr:
+    """sys.stderr passed on as it is written, its last lines kept (a
+    tool's output, which goes to the file descriptor, is only passed on)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.lines = collections.deque(maxlen=STDERR_LINES)
+        self.partial = ""
+
+    def write(self, text):
+        self.stream.write(text)
+        *whole, self.partial = (self.partial + text).split("\n")
+        self.lines.extend(whole)
+        return len(text)
+
+    def flush(self):
+        self.stream.flush()
+
+    def fileno(self):
+        return self.stream.fileno()
+
+
+def boot_in_process(flags, out):
+    """(exit status, one-line reason or "", stderr's last lines, status or
+    None) of a boot of run.py's flags into out, as run.py would end: a
+    refused flag or a builder's error is the boot's own failure."""
+    kept = KeptStderr(sys.stderr)
+    status = None
+    with contextlib.redirect_stderr(kept):
+        try:
+            status = run.boot(run.parse_args([*flags, "--out", str(out)]))
+            code, reason = run.exit_status(status), status.reason
+            reason = f"run: error: {reason}" if reason else ""
+        except OneLineError as e:
+            code, reason = 1, f"run.py: error: {e}"
+            print(reason, file=sys.stderr)
+        except SystemExit as e:
+            # argparse and die() have said why on stderr already.
+            code = e.code if isinstance(e.code, int) else 1
+            reason = kept.lines[-1] if kept.lines else f"exit {code}"
+    return code, reason, list(kept.lines), status
 
 
 def run_boot(out, flags):
@@ -93,20 +135,13 @@ def run_boot(out, flags):
     if why:
         die(why)
     start = time.monotonic()
-    proc = subprocess.run([PY, str(REPO / "guest/run.py"), *flags, "--out", str(out)],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    lines = proc.stderr.strip().splitlines()
-    if proc.returncode < 0:
-        die(f"run.py was killed by signal {-proc.returncode}")
-    if killed_from_outside(out):
-        die("QEMU was killed from outside the boot (signal "
-            f"{-json.loads((out / 'status.json').read_text())['qemu_exit']})")
+    code, reason, lines, status = boot_in_process(flags, out)
+    if status is not None and killed_from_outside(status):
+        die(f"QEMU was killed from outside the boot (signal {-status.qemu_exit})")
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / RESULT, {
-        "returncode": proc.returncode,
-        "reason": lines[-1] if proc.returncode and lines else "",
-        "stderr": lines[-STDERR_LINES:], "host": socket.gethostname(),
+        "returncode": code, "reason": reason,
+        "stderr": lines, "host": socket.gethostname(),
         "task": os.environ.get("SLURM_JOB_ID", f"pid {os.getpid()}"),
         "wall_seconds": round(time.monotonic() - start, 1)})
 

@@ -25,13 +25,13 @@ def tried(doc, c):
 class Plan:
     """How many boots each condition gets: fixed before the first counting
     boot (from the pilot where there is one, analysis/planning.py), the
-    A/A's re-estimated once, blind; kept in the record's settings (plan,
+    A/A's re-estimated once, on the spread within pairs; kept in the record's settings (plan,
     aa_boots, plan_*)."""
 
     def __init__(self, args, doc, top):
         self.args, self.doc, self.top = args, doc, top
         self.settings = doc.settings
-        self.pilot_fit = None       # the pilot's spread, flavours lumped
+        self.pilot_fit = None       # the pilot's spread (planning.plan_aa)
         self.settings.plan = self.boots()
 
     def set_aa(self, boots):
@@ -42,7 +42,8 @@ class Plan:
     def from_pilot(self):
         """Fix the plan once the pilot has run (analysis/planning.py): the
         A/A boots from the failures and the spread of the pilot's boots,
-        the flavours lumped (blind to their ratio), on the dispersion's
+        about a rate per flavour (a real difference between the flavours is
+        not read as spread), on the dispersion's
         upper bound; every comparison's failures a boot, as the model
         predicts them from the pilot, and its simulated power."""
         pilot_conds = [c for c in self.doc.conditions if c.kind == "pilot"]
@@ -56,12 +57,13 @@ class Plan:
                 f"what was recorded is in {self.top}")
         phi, df, source = a.dispersion
         prior = verdict.Fit(phi, phi * df, df) if df else None
-        aa, self.pilot_fit = planning.plan_aa([(b.failures_total, b.calls) for b in pilot],
-                                              prior, a.margin, a.power, a.max_aa_boots)
+        aa, self.pilot_fit = planning.plan_aa(
+            [self.doc.counts(c.name) for c in pilot_conds], prior, a.margin, a.power,
+            a.max_aa_boots)
         phi, measured = aa["phi"], aa["per_boot"]
         self.settings.plan_dispersion = {
             "phi": phi, "df": aa["df"], "estimate": aa["estimate"], "conf": aa["conf"],
-            "source": "the pilot's boots, flavours lumped" +
+            "source": "the pilot's boots, a rate per flavour" +
                       (f", and {source}" if prior else "")}
         by_kind = {(c.kind, c.window): c for c in self.doc.conditions
                    if c.flavour == a.flavours[0]}
@@ -102,6 +104,18 @@ class Plan:
                 "ratio": mean_a / mean_b if mean_b else None, "source": source,
                 "verdict": want, "phi": spread, "power": got[0] if want == "differs" else got[1]})
 
+    def budget(self, admitted):
+        """Where the budget admits fewer A/A boots a flavour than planned
+        (admitted: planning.budget_boots at the times the boots so far
+        took), the A/A's power at what it admits, kept beside the plan's
+        (plan_comparisons' "budget")."""
+        for p in self.settings.plan_comparisons or []:
+            if p["verdict"] == "equivalent" and admitted is not None and \
+                    admitted < p["boots"]:
+                power = calibration.power(*p["per_boot"], admitted, p["phi"], self.args.margin,
+                                          self.args.seed)[1] if admitted >= 2 else 0.0
+                p["budget"] = {"boots": admitted, "power": power}
+
     def power_got(self):
         """Where a comparison got fewer boots than planned (boots lost on
         every attempt, or the budget): its power, as the plan computed it,
@@ -125,7 +139,7 @@ class Plan:
 
     def reestimate(self):
         """Once, when both A/A flavours have half their planned boots: the
-        boots re-estimated blind (planning.reestimate)."""
+        boots re-estimated (planning.look)."""
         aa = [c for c in self.doc.conditions if c.kind == "aa"]
         s = self.settings
         if s.plan_reestimated is not None or len(aa) != 2 or s.aa_boots is None:
@@ -143,8 +157,9 @@ class Plan:
         s.plan_reestimated = again
         self.set_aa(again["boots"])
         done, phi, df, before = again["at"], again["phi"], again["df"], again["before"]
-        print(f"demo: the A/A boots re-estimated blind at {done} a flavour: dispersion "
-              f"{phi:.2f} (the flavours lumped, within phase-seed pairs, {df} df), "
+        print(f"demo: the A/A boots re-estimated at {done} a flavour: dispersion "
+              f"{phi:.2f} (a rate per flavour, within phase-seed pairs, {df} df; the "
+              f"ratio not read), "
               f"{before} -> {s.aa_boots} boots a flavour", flush=True)
 
     def planned(self, c):
@@ -192,7 +207,7 @@ class Plan:
                 text += (". The A/A's power if the spread is wider: "
                          + planning.describe_range(s.plan_power_range, s.aa_boots,
                                                    a.max_aa_boots)
-                         + f". Re-estimated once, blind, when both flavours have "
+                         + f". Re-estimated once (the spread within pairs) when both flavours have "
                          f"{planning.midpoint(s.aa_boots)} boots")
         return text
 

@@ -6,7 +6,7 @@ Conditions are run as many short boots (replicates), interleaved in
 rounds whose order is shuffled with a recorded seed, --jobs at a time on
 this machine or as Slurm job arrays (--engine slurm: guest/host/
 bootrunner.py, docs/slurm.md); rounds are handed out in batches that end
-where the plan can change (after the pilot, at the A/A's blinded look).
+where the plan can change (after the pilot, at the A/A's look).
 How many boots each condition gets is fixed before the first counting
 boot and written to experiment.json (settings.plan): --boots for counting
 and control conditions, the A/A comparison's from a power calculation on
@@ -41,7 +41,7 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
              barriers alike, so it is an A/A test, the negative control;
              its boots are planned for --power at a true ratio of 1 within
              --margin, from the failures and spread of the pilot, then
-             once more, blind, halfway.
+             once more halfway, on the spread within pairs (not the ratio).
   pilot      (icount) two boots of each flavour: the aa settings with
              phase seeds of their own; the verdicts leave them out.
   recorded   boots under the chkwin loader (sampler at --sample-hz): which
@@ -76,13 +76,12 @@ import concurrent.futures
 import os
 import pathlib
 import random
-import subprocess
 import sys
 import time
 
-from common import PY, REPO
 from common.cache import one_line, quietly
 from common.errors import die
+from common.jsonfile import write_json
 from common.progress import heartbeat
 from analysis import chkwinlog
 from analysis import correlate
@@ -97,8 +96,9 @@ from guest.host import initramfs
 from guest.host import kbuild
 from guest.host import kernelwindows
 from guest.host import testdisk
+from guest.host import walk
 from guest.host.demo_plan import TRACED, Plan, Specs, tried
-from guest.host.resultsdir import new_run_dir, write_json
+from guest.host.resultsdir import new_run_dir
 from guest.host.slurmengine import SlurmEngine
 
 # Wall seconds a boot costs beyond its guest seconds, until one is measured
@@ -181,7 +181,7 @@ class Experiment:
     def batch(self, rng):
         """The boots to run before the plan can change again, as rounds
         (one boot of every condition still short, in an order shuffled
-        with rng): the whole pilot; else rounds until the A/A's blinded
+        with rng): the whole pilot; else rounds until the A/A's
         look (both flavours at its midpoint) or the plan's end, as many as
         the budget's projection admits (the first counting round always
         runs; a batch the projection stopped is followed by another, planned
@@ -266,28 +266,31 @@ class Experiment:
         self.save()
         if failed:
             die(f"{failed[0]}; everything recorded so far is in {self.top}")
+        fixed = self.settings.plan_comparisons is not None
         self.plan.from_pilot()
+        if not fixed and self.settings.plan_comparisons is not None:
+            self.plan.budget(self.aa_admitted())
         self.plan.reestimate()
         self.save()
 
     def record(self, c, rnd, slot, outcome):
         """A finished boot's record in experiment.json."""
         out, status = outcome.boot.out, outcome.status
-        if status["checksum_calls"] is None:
+        if status.checksum_calls is None:
             die(f"boot {out.name}: the kernel has no ext4.chksum_calls counter "
                 f"(not a chkwin kernel with the window patch?)")
         b = documents.Boot(
             condition=c.name, round=rnd, slot=slot, dir=out.name,
             guest_seconds=self.specs.seconds(c), wall_seconds=outcome.wall_seconds,
-            calls=status["checksum_calls"], kernel=status["kernel"],
-            failures=status["checksum_failures"],
-            failures_total=status["checksum_failures_total"],
-            clock=status["clock"], phase_seed=status["phase_seed"],
-            interrupts=status["interrupts"],
-            record_replay=bool(status["clock"].get("record_replay")),
+            calls=status.checksum_calls, kernel=status.kernel,
+            failures=status.checksum_failures,
+            failures_total=status.checksum_failures_total,
+            clock=status.clock, phase_seed=status.phase_seed,
+            interrupts=status.interrupts,
+            record_replay=bool(status.clock.get("record_replay")),
             host=outcome.host, attempts=outcome.attempts)
         if c.kind == "rate":
-            result = status.get("chkwin")
+            result = status.chkwin
             if not result:
                 die(f"boot {out.name}: chkwin printed no closing record "
                     f"(console: {out / 'console.log'})")
@@ -299,6 +302,20 @@ class Experiment:
 
     def elapsed(self):
         return time.monotonic() - self.started
+
+    def aa_admitted(self):
+        """A/A boots a flavour the budget admits once the plan is fixed: the
+        seconds left at the jobs the engine runs, less every other planned
+        boot still to run, over an A/A round, each boot at the wall time
+        estimate() projects (planning.budget_boots)."""
+        aa = [c for c in self.conds if c.kind == "aa"]
+        if not aa:
+            return None
+        other = sum(self.estimate(c) * max(0, self.plan.planned(c) - tried(self.doc, c))
+                    for c in self.conds if c.kind not in ("aa", "pilot"))
+        return planning.budget_boots(self.args.budget * 60 - self.elapsed(),
+                                     self.settings.jobs or 1, other,
+                                     sum(self.estimate(c) for c in aa))
 
 
 def number(due, have):
@@ -402,26 +419,21 @@ def run(args):
 
 def walk_recorded(top, boots, jobs):
     """Every failure of the boots recorded for replay, walked to its cause
-    (guest/replay.py --failure all: RUN/walk-1/walk.json, which the report
-    reads), jobs walks at a time (a walk's QEMU replays one vCPU).  A walk
-    that fails is said in one line; the boots stay."""
+    (RUN/walk-1/walk.json, which the report reads), jobs walks at a time (a
+    walk's QEMU replays one vCPU).  A walk that fails is said in one line;
+    the boots stay."""
     recorded = [b for b in boots if b.record_replay and b.failures_total]
     if recorded:
         print(f"demo: walking the {sum(b.failures_total for b in recorded)} failures of "
               f"{len(recorded)} recorded boots by replay", flush=True)
-
-    def walk(b):
-        return b, subprocess.run([PY, str(REPO / "guest/replay.py"), str(top / b.dir),
-                                  "--failure", "all"], capture_output=True, text=True)
-
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-        for b, proc in pool.map(walk, recorded):
-            last = (proc.stdout.strip().splitlines() or [""])[-1]
-            if proc.returncode == 0 or last.startswith("walk: "):
-                print(f"demo: {b.dir}: {last}", flush=True)
+        for b, summary in zip(recorded, pool.map(lambda b: walk.walk_recording(top / b.dir),
+                                                 recorded)):
+            if summary.path is None:
+                print(f"demo: {b.dir}: the walk failed: {summary.error}", flush=True)
             else:
-                why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-                print(f"demo: {b.dir}: the walk failed: {why}", flush=True)
+                print(f"demo: {b.dir}: {summary.line()}"
+                      + (f"; {summary.error}" if summary.error else ""), flush=True)
 
 
 def point_latest(results, top):

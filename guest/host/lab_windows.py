@@ -14,18 +14,18 @@ Exit 0 when every failure is attributed, 1 otherwise.
 import argparse
 import json
 import pathlib
-import subprocess
 import sys
 
 from analysis import chkwinlog
 from analysis import correlate
 from analysis import fsgeom
 from analysis import windows
-from common import PY, REPO
+from common import REPO
 from common.cache import one_line, quietly
 from common.errors import die
 from guest.host import kbuild
 from guest.host import kernelwindows
+from guest.host import run
 from guest.host.resultsdir import new_run_dir
 
 
@@ -49,19 +49,15 @@ def main():
     print(f"windows: stackscan found {len(found)} in {kdir / 'vmlinux'}: "
           + ", ".join(w.name for w in found), flush=True)
     boot = out / "boot"
-    proc = subprocess.run([PY, str(REPO / "guest/run.py"), "--flavour", "unpatched",
-                           "--scenario", "record", "--clock", "icount",
-                           "--phase-seed", str(args.phase_seed), "--duration", str(args.seconds),
-                           "--out", str(boot), "--append",
-                           "ext4.chksum_window=gcc49 chkwin.workload=inode-loop "
-                           "chkwin.loader=-q"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        die(f"the boot failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
-    status = json.loads((boot / "status.json").read_text())
+    status = run.boot(run.BootSpec(
+        flavour="unpatched", scenario="record", clock="icount",
+        phase_seed=args.phase_seed, duration=args.seconds, out=boot,
+        append="ext4.chksum_window=gcc49 chkwin.workload=inode-loop chkwin.loader=-q"))
+    if status.reason:
+        die(f"the boot failed: {status.reason}")
     log = chkwinlog.read(boot / "log.bin")
     corr = correlate.Correlation(log, fsgeom.find(boot / "log.bin"))
-    printed = status["checksum_failures_total"]
+    printed = status.checksum_failures_total
     per_window = {name: log.counter(f"watch.irq.{name}") for name, _, _ in log.watched()}
     watched = [name for name, _, _ in log.watched()]
     result = {"windows": [w.name for w in found], "watched": watched,

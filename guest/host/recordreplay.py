@@ -17,13 +17,13 @@ over a snapshot=on drive: QEMU records the order of block completions,
 and the backing file is never written (the test disk stays unchanged).
 """
 
-import hashlib
 import json
 import pathlib
 import subprocess
 
-from common.errors import die
-from guest.host.resultsdir import write_json
+from common.digest import file_sha256
+from common.errors import OneLineError
+from common.jsonfile import write_json
 
 LOG_NAME = "replay.bin"
 META_NAME = "replay.json"
@@ -49,12 +49,8 @@ def icount_option(shift, sleep, rr_log=None):
     return value
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+class RecordingError(OneLineError):
+    """A recording that cannot be replayed, or QEMU that cannot record."""
 
 
 def qemu_version():
@@ -64,14 +60,15 @@ def qemu_version():
         out = subprocess.run(["qemu-system-aarch64", "--version"], capture_output=True,
                              text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        die("qemu-system-aarch64 --version failed: install qemu-system-arm (make deps)")
+        raise RecordingError("qemu-system-aarch64 --version failed: install "
+                             "qemu-system-arm (make deps)")
     return out.splitlines()[0].strip()
 
 
 def describe(path):
     path = pathlib.Path(path)
     return {"path": str(path.resolve()), "bytes": path.stat().st_size,
-            "sha256": sha256(path)}
+            "sha256": file_sha256(path)}
 
 
 def save(out, argv, inputs, kernel_entry, guest_seconds, wall_seconds, timeout):
@@ -92,43 +89,44 @@ def save(out, argv, inputs, kernel_entry, guest_seconds, wall_seconds, timeout):
 
 def load(run):
     """The recording's replay.json, checked against the files it names:
-    dies with one line where the log, an input or QEMU is not the one
-    recorded."""
+    refused where the log, an input or QEMU is not the one
+    recorded (RecordingError, one line)."""
     run = pathlib.Path(run)
     meta_path = run / META_NAME
     if not meta_path.is_file():
-        die(f"{run}: no {META_NAME}: not a recorded boot (guest/run.py "
-            "--record-replay), or its recording did not finish")
+        raise RecordingError(f"{run}: no {META_NAME}: not a recorded boot (guest/run.py "
+                             "--record-replay), or its recording did not finish")
     try:
         meta = json.loads(meta_path.read_text())
         log = meta["log"]
         inputs = meta["inputs"]
         argv = meta["argv"]
     except (ValueError, KeyError, TypeError) as e:
-        die(f"{meta_path}: not a readable replay description ({e})")
+        raise RecordingError(f"{meta_path}: not a readable replay description ({e})")
     log_path = run / log["name"]
     if not log_path.is_file():
-        die(f"{log_path}: the replay log is missing")
+        raise RecordingError(f"{log_path}: the replay log is missing")
     size = log_path.stat().st_size
     if size != log["bytes"]:
-        die(f"{log_path}: not this recording's replay log: {size} bytes where "
-            f"{log['bytes']} were recorded (cut short, damaged or another boot's)")
-    if sha256(log_path) != log["sha256"]:
-        die(f"{log_path}: not this recording's replay log: its SHA-256 is not the "
-            f"one in {META_NAME} (damaged or another boot's)")
+        raise RecordingError(f"{log_path}: not this recording's replay log: {size} bytes "
+                             f"where {log['bytes']} were recorded (cut short, damaged "
+                             "or another boot's)")
+    if file_sha256(log_path) != log["sha256"]:
+        raise RecordingError(f"{log_path}: not this recording's replay log: its SHA-256 "
+                             f"is not the one in {META_NAME} (damaged or another boot's)")
     for role, want in inputs.items():
         path = pathlib.Path(want["path"])
         if not path.is_file():
-            die(f"the recording's {role} {path} no longer exists")
-        if path.stat().st_size != want["bytes"] or sha256(path) != want["sha256"]:
-            die(f"the recording's {role} {path} has changed since it was "
-                f"recorded: the replay log belongs to another {role}")
+            raise RecordingError(f"the recording's {role} {path} no longer exists")
+        if path.stat().st_size != want["bytes"] or file_sha256(path) != want["sha256"]:
+            raise RecordingError(f"the recording's {role} {path} has changed since it was "
+                                 f"recorded: the replay log belongs to another {role}")
     version = qemu_version()
     if version != meta["qemu"]:
-        die(f"the recording was made by {meta['qemu']!r}, this is {version!r}: "
-            "QEMU reads only its own replay logs")
+        raise RecordingError(f"the recording was made by {meta['qemu']!r}, this is {version!r}: "
+                             "QEMU reads only its own replay logs")
     if not any(a.startswith("shift=") and ",rr=record," in a for a in argv):
-        die(f"{meta_path}: its command line records no replay log")
+        raise RecordingError(f"{meta_path}: its command line records no replay log")
     return meta
 
 

@@ -16,33 +16,21 @@ and exits 1.  The walk (guest/host/walk.py) replays under QEMU's gdb stub.
 """
 
 import argparse
-import json
 import pathlib
 import sys
 
+from analysis.documents import BootStatus
+from common.errors import die
+from common.jsonfile import write_json
 from guest.host import recordreplay
 from guest.host import run as runner
 from guest.host import walk
-from common.errors import die
-from guest.host.resultsdir import empty_out_dir, write_json
+from guest.host.resultsdir import empty_out_dir, new_dir
 
 # The figures of console_figures() a faithful replay reproduces exactly:
 # all but its cost and QEMU's exit status.
 REPRODUCED = ("ending", "scenario_status", "guest_uptime", "checksum_failures",
               "checksum_calls", "interrupts", "chkwin")
-
-
-def new_dir(run, prefix):
-    """run/<prefix>-<n>, the first n free, made (two replays at once get
-    two directories)."""
-    n = 1
-    while True:
-        path = run / f"{prefix}-{n}"
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            n += 1
 
 
 def first_difference(recorded, replayed):
@@ -70,13 +58,13 @@ def replay(run, meta, out):
     ending, qemu_exit, wall = runner.boot_qemu(
         recordreplay.replay_argv(meta, run, out), console, out, 2 * meta["timeout"])
     text = console.text()
-    status = {"replay_of": str(run.resolve()),
-              **runner.console_figures(text, ending, qemu_exit, wall)}
-    write_json(out / "status.json", status)
-    recorded_status = json.loads((run / "status.json").read_text())
+    status = BootStatus(replay_of=str(run.resolve()),
+                        **runner.console_figures(text, ending, qemu_exit, wall))
+    status.write(out / "status.json")
+    recorded = BootStatus.read(run / "status.json")
     diff = first_difference((run / "console.log").read_bytes(),
                             (out / "console.log").read_bytes())
-    mismatched = [k for k in REPRODUCED if status[k] != recorded_status.get(k)]
+    mismatched = [k for k in REPRODUCED if getattr(status, k) != getattr(recorded, k)]
     verdict = {"reproduced": diff is None and not mismatched,
                "console_bytes": (out / "console.log").stat().st_size,
                "mismatched": mismatched, "wall_seconds": wall,
@@ -89,10 +77,10 @@ def replay(run, meta, out):
 
 def summary_line(run, out, status, verdict):
     if verdict["reproduced"]:
-        calls = status["checksum_calls"]
+        calls = status.checksum_calls
         return (f"replay: {out} reproduced {run}: console identical "
                 f"({verdict['console_bytes']} bytes), "
-                f"{status['checksum_failures_total']} failures in "
+                f"{status.checksum_failures_total} failures in "
                 f"{'an uncounted number of' if calls is None else calls} checksum calls, "
                 f"{verdict['wall_seconds']} s wall (recorded in "
                 f"{verdict['recorded_wall_seconds']} s)")

@@ -1,13 +1,9 @@
 """Where a command writes its results: a new directory for one run, never
-one an earlier run made, or an --out that holds nothing yet; JSON files
-written whole."""
+one an earlier run made, or an --out that holds nothing yet."""
 
-import json
-import os
-import pathlib
 import time
 
-from common.errors import die
+from common.errors import OneLineError, die
 
 
 def new_run_dir(results, prefix=""):
@@ -24,10 +20,10 @@ def new_run_dir(results, prefix=""):
 
 
 def check_out_dir(path):
-    """A one-line error unless path is free for a command's output (new,
-    or an empty directory): nothing already recorded there is overwritten."""
+    """OneLineError unless path is free for a command's output (new, or an
+    empty directory): nothing already recorded there is overwritten."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        die(f"--out {path} exists and is not an empty directory")
+        raise OneLineError(f"--out {path} exists and is not an empty directory")
 
 
 def empty_out_dir(path):
@@ -37,9 +33,15 @@ def empty_out_dir(path):
     return path
 
 
-def write_json(path, doc, indent=2):
-    """Written aside and renamed: a reader never sees half a file."""
-    path = pathlib.Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=indent) + "\n")
-    os.replace(tmp, path)
+
+def new_dir(run, prefix):
+    """run/<prefix>-<n>, the first n free, made (two at once get two
+    directories)."""
+    n = 1
+    while True:
+        path = run / f"{prefix}-{n}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1

@@ -37,6 +37,7 @@ scenarios watches unless told otherwise (--no-lab-windows leaves it out).
 """
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import re
@@ -47,8 +48,9 @@ import sys
 import tarfile
 import time
 
+from analysis.documents import BootStatus
 from common.cache import quietly
-from common.errors import die
+from common.errors import OneLineError
 from guest.host import console_lines
 from guest.host import initramfs
 from guest.host import interrupts
@@ -60,7 +62,7 @@ from guest.host import rootfs
 from guest.host import stockkernel
 from guest.host import testdisk
 from guest.host import toolsdisk
-from guest.host.resultsdir import check_out_dir, write_json
+from guest.host.resultsdir import check_out_dir
 
 QEMU = "qemu-system-aarch64"
 EXIT_HANG, EXIT_PANIC, EXIT_NO_STATUS = 124, 125, 126
@@ -82,9 +84,9 @@ def guest_files(paths, out):
     names = [p.name for p in paths]
     for path in paths:
         if not path.is_file():
-            die(f"--guest-file {path}: no such file")
+            raise BootError(f"--guest-file {path}: no such file")
         if names.count(path.name) > 1:
-            die(f"--guest-file: two files are called {path.name}")
+            raise BootError(f"--guest-file: two files are called {path.name}")
     archive = out / "guest-files.tar"
     with tarfile.open(archive, "w", format=tarfile.USTAR_FORMAT) as tar:
         for path in paths:
@@ -92,41 +94,41 @@ def guest_files(paths, out):
     return archive
 
 
-def qemu_command(args, kernel, boot, disk, out, files=None):
+def qemu_command(spec, kernel, boot, disk, out, files=None):
     """boot is the initramfs, or with --root debian the root disk and the
     tools disk; files a tar archive for the guest's /tmp/host, or None."""
-    if args.root == "debian":
-        start = f"root=/dev/vdb rootfstype=ext4 rw init={args.init}"
+    if spec.root == "debian":
+        start = f"root=/dev/vdb rootfstype=ext4 rw init={spec.init}"
     else:
         start = "rdinit=/init"
     append = (f"console=ttyAMA0 panic=-1 {start} "
-              f"chkwin.scenario={args.scenario} chkwin.duration={args.duration}")
-    if args.phase_seed is not None:
-        append += (f" chkwin.phase_seed={args.phase_seed} chkwin.phase_every={PHASE_EVERY}"
-                   f" chkwin.phase_spin={phase_spin(kernel, args)}")
-    if args.passes:
-        append += f" chkwin.passes={args.passes}"
-    if args.append:
-        append += " " + args.append
-    machine = "virt,dtb-randomness=off" if args.clock == "icount" else "virt"
-    cmd = [args.qemu, "-M", machine, "-cpu", "cortex-a72",
-           "-smp", str(args.smp), "-m", str(args.mem), "-nographic",
+              f"chkwin.scenario={spec.scenario} chkwin.duration={spec.duration}")
+    if spec.phase_seed is not None:
+        append += (f" chkwin.phase_seed={spec.phase_seed} chkwin.phase_every={PHASE_EVERY}"
+                   f" chkwin.phase_spin={phase_spin(kernel, spec)}")
+    if spec.passes:
+        append += f" chkwin.passes={spec.passes}"
+    if spec.append:
+        append += " " + spec.append
+    machine = "virt,dtb-randomness=off" if spec.clock == "icount" else "virt"
+    cmd = [spec.qemu, "-M", machine, "-cpu", "cortex-a72",
+           "-smp", str(spec.smp), "-m", str(spec.mem), "-nographic",
            "-no-reboot", "-monitor", "none",
            "-kernel", str(kernel), "-append", append,
            "-chardev", f"file,id=console,path={out / 'console.log'}",
            "-serial", "chardev:console"]
-    record = args.record_replay
+    record = spec.record_replay
     # read-only: no run can change the test disk (vda)
     cmd += recordreplay.drive(disk, "testdisk", True, record) + \
         ["-device", "virtio-blk-pci,drive=testdisk"]
-    if args.root == "debian":
+    if spec.root == "debian":
         root, tools = boot
         # snapshot: the guest writes to a throwaway overlay, never to the
         # cached root disk, unless the build of that disk asks to write it.
         # The build writes through an unsafe cache: its guest flushes
         # (dpkg syncs every file) cost much under TCG, and a build that
         # does not finish is thrown away anyway.
-        writes = ",cache=unsafe" if args.rootfs_writable else ",snapshot=on"
+        writes = ",cache=unsafe" if spec.rootfs_writable else ",snapshot=on"
         cmd += recordreplay.drive(root, "rootfs", False, record, writes) + \
             ["-device", "virtio-blk-pci,drive=rootfs"] + \
             recordreplay.drive(tools, "tools", True, record) + \
@@ -141,20 +143,20 @@ def qemu_command(args, kernel, boot, disk, out, files=None):
            "-device", "virtserialport,chardev=results,name=chkwin.results",
            "-chardev", f"file,id=log,path={out / 'log.bin'}",
            "-device", "virtserialport,chardev=log,name=chkwin.log"]
-    if args.singlestep:
+    if spec.singlestep:
         cmd.append("-singlestep")
-    if args.clock == "icount":
+    if spec.clock == "icount":
         rr_log = out / recordreplay.LOG_NAME if record else None
-        cmd += ["-icount", recordreplay.icount_option(args.shift, icount_sleep(args), rr_log),
+        cmd += ["-icount", recordreplay.icount_option(spec.shift, icount_sleep(spec), rr_log),
                 "-rtc", "clock=vm"]
     return cmd
 
 
-def icount_sleep(args):
+def icount_sleep(spec):
     """Whether an idle guest's virtual clock waits for the host's: never,
     except when recording, which hangs at the first disk read with
     sleep=off in QEMU 7.2 (docs/replay.md)."""
-    return args.record_replay
+    return spec.record_replay
 
 
 def watchdog_seconds(duration, singlestep, clock, shift):
@@ -179,21 +181,21 @@ def kernel_hz(kernel):
     return None
 
 
-def phase_spin(kernel, args):
+def phase_spin(kernel, spec):
     """Spin iterations (two instructions each) the walker draws from: one
     whole timer period at the kernel's HZ (100 when unknown, the longest),
     in instructions of the icount clock; on the host clock, as at shift 4."""
     period_ns = 1e9 / (kernel_hz(kernel) or 100)
-    shift = args.shift if args.clock == "icount" else 4
+    shift = spec.shift if spec.clock == "icount" else 4
     return max(1, round(period_ns / 2 ** shift / 2))
 
 
-def clock_settings(args):
+def clock_settings(spec):
     """The clock as status.json records it."""
-    if args.clock == "icount":
-        return {"kind": "icount", "shift": args.shift, "ns_per_insn": 2 ** args.shift,
-                "sleep": icount_sleep(args), "rtc": "vm", "dtb_randomness": False,
-                "record_replay": args.record_replay}
+    if spec.clock == "icount":
+        return {"kind": "icount", "shift": spec.shift, "ns_per_insn": 2 ** spec.shift,
+                "sleep": icount_sleep(spec), "rtc": "vm", "dtb_randomness": False,
+                "record_replay": spec.record_replay}
     return {"kind": "host"}
 
 
@@ -255,41 +257,84 @@ def watch(proc, console, timeout):
             return "hang"
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@dataclasses.dataclass(kw_only=True)
+class BootSpec:
+    """One boot as run.py's command line holds it (parse_args builds it;
+    code may as well): the defaults are the command's."""
+    scenario: str
+    out: pathlib.Path
+    flavour: str = "unpatched"
+    stock_package: str | None = None
+    duration: int = 10
+    smp: int | None = None          # None: 2, or 1 on instruction time
+    mem: int = 1024
+    append: str = ""
+    root: str = "initramfs"
+    kernel: pathlib.Path | None = None
+    initramfs: pathlib.Path | None = None
+    rootfs: pathlib.Path | None = None
+    tools: pathlib.Path | None = None
+    init: str = "/sbin/chkwin-init"
+    rootfs_writable: bool = False
+    disk: pathlib.Path | None = None
+    guest_file: list = dataclasses.field(default_factory=list)
+    lab_windows: pathlib.Path | None = None
+    qemu: str = QEMU
+    no_lab_windows: bool = False
+    timeout: int | None = None
+    singlestep: bool = False
+    clock: str = "host"
+    shift: int = 4
+    phase_seed: int | None = None
+    passes: int | None = None
+    record_replay: bool = False
+    verbose: bool = False
 
-    def positive(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-        return value
 
-    def scenario(text):
-        if not SCENARIO_RE.match(text):
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not a scenario name (letters, digits, ._-)")
-        return text
+class BootError(OneLineError):
+    """A boot refused before QEMU starts: its spec, or a file it names."""
 
+
+def positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def scenario_name(text):
+    if not SCENARIO_RE.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a scenario name (letters, digits, ._-)")
+    return text
+
+
+def parse_args(argv=None):
+    """run.py's command line as a BootSpec."""
+    # Options not given stay out of the namespace: BootSpec holds the defaults.
+    # prog: the command's name also where boottask.py parses in-process.
+    ap = argparse.ArgumentParser(prog="run.py", description=__doc__.splitlines()[0],
+                                 argument_default=argparse.SUPPRESS)
     ap.add_argument("--flavour", choices=["unpatched", "patched", "stock"],
-                    default="unpatched",
-                    help="a lab kernel, or Debian's own (guest/stockkernel.py)")
+                    help="a lab kernel, or Debian's own (guest/stockkernel.py; "
+                         "default unpatched)")
     ap.add_argument("--stock-package", metavar="NAME",
                     help="with --flavour stock: which Debian linux-image-*-arm64, "
                          "or a series such as 6.12 (default: guest/stockkernel.py's, "
                          "the newest 6.1)")
-    ap.add_argument("--scenario", type=scenario, required=True)
-    ap.add_argument("--duration", type=positive, default=10,
-                    help="guest seconds the scenario runs")
+    ap.add_argument("--scenario", type=scenario_name, required=True)
+    ap.add_argument("--duration", type=positive,
+                    help="guest seconds the scenario runs (default 10)")
     ap.add_argument("--smp", type=positive,
                     help="vCPUs (default 2; 1 with --clock icount, which needs it)")
-    ap.add_argument("--mem", type=positive, default=1024, help="MiB")
-    ap.add_argument("--append", default="", help="extra kernel parameters")
-    ap.add_argument("--root", choices=["initramfs", "debian"], default="initramfs",
-                    help="userland: the busybox initramfs, or the Debian root "
-                         "filesystem (guest/rootfs.py) with the tools disk")
+    ap.add_argument("--mem", type=positive, help="MiB (default 1024)")
+    ap.add_argument("--append", help="extra kernel parameters")
+    ap.add_argument("--root", choices=["initramfs", "debian"],
+                    help="userland: the busybox initramfs (default), or the Debian "
+                         "root filesystem (guest/rootfs.py) with the tools disk")
     ap.add_argument("--kernel", type=pathlib.Path)
     ap.add_argument("--initramfs", type=pathlib.Path)
     ap.add_argument("--rootfs", type=pathlib.Path,
@@ -297,19 +342,20 @@ def parse_args():
                          "(default: guest/rootfs.py's)")
     ap.add_argument("--tools", type=pathlib.Path,
                     help="the tools disk for --root debian (default: guest/toolsdisk.py's)")
-    ap.add_argument("--init", default="/sbin/chkwin-init",
-                    help="PID 1 on the root disk, with --root debian")
+    ap.add_argument("--init",
+                    help="PID 1 on the root disk, with --root debian "
+                         "(default /sbin/chkwin-init)")
     ap.add_argument("--rootfs-writable", action="store_true",
                     help="attach the root disk writable (only for building it)")
     ap.add_argument("--disk", type=pathlib.Path)
-    ap.add_argument("--guest-file", type=pathlib.Path, action="append", default=[],
+    ap.add_argument("--guest-file", type=pathlib.Path, action="append",
                     metavar="PATH", help="make PATH /tmp/host/<its name> in the guest "
                     "(a windows file for chkwin --windows, say); repeatable")
     ap.add_argument("--lab-windows", type=pathlib.Path, metavar="PATH",
                     help="the lab kernel's windows file, already made (a batch task "
                          "names it: a node never builds); default: stackscan's for "
                          "the kernel's vmlinux, from the cache")
-    ap.add_argument("--qemu", default=QEMU, metavar="PATH",
+    ap.add_argument("--qemu", metavar="PATH",
                     help=f"the QEMU binary (default: {QEMU} on PATH)")
     ap.add_argument("--no-lab-windows", action="store_true",
                     help="a lab kernel boots without its windows file "
@@ -320,10 +366,10 @@ def parse_args():
                          "(default: 4 x duration + 120, x10 with --singlestep)")
     ap.add_argument("--singlestep", action="store_true",
                     help="one instruction per TCG block (slow, hardware-like)")
-    ap.add_argument("--clock", choices=["host", "icount"], default="host",
-                    help="guest time from the host's clock (multi-threaded TCG), "
-                         "or from instructions executed (-icount; -smp 1)")
-    ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N", default=4,
+    ap.add_argument("--clock", choices=["host", "icount"],
+                    help="guest time from the host's clock (multi-threaded TCG, the "
+                         "default), or from instructions executed (-icount; -smp 1)")
+    ap.add_argument("--shift", type=int, choices=range(0, 11), metavar="N",
                     help="with --clock icount: each instruction takes 2^N ns (default 4)")
     ap.add_argument("--phase-seed", type=int, metavar="S",
                     help="seed of the walker's phase spins (a whole number >= 0)")
@@ -338,109 +384,133 @@ def parse_args():
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="echo the guest console on stdout")
     ap.add_argument("--out", type=pathlib.Path, required=True)
-    return ap.parse_args()
+    return BootSpec(**vars(ap.parse_args(argv)))
 
 
-def main():
-    args = parse_args()
-    check_out_dir(args.out)
-    # Absolute: a recording's command line is replayed from anywhere.
-    args.out = args.out.resolve()
-    if args.root == "debian" and args.flavour == "stock":
-        die("--root debian needs a lab kernel: the stock kernel's ext4 and "
-            "virtio are modules, which only its initramfs loads")
-    if args.clock == "icount":
-        if args.smp not in (None, 1):
-            die("--clock icount needs --smp 1: QEMU 7.2 runs an icount guest's "
-                "vCPUs on one host thread and can starve all but one")
-        args.smp = 1
-    elif args.smp is None:
-        args.smp = 2
-    if args.record_replay and args.clock != "icount":
-        die("--record-replay needs --clock icount: QEMU records and replays "
-            "only instruction time")
-    if args.record_replay and args.rootfs_writable:
-        die("--record-replay cannot write the root disk: a recorded boot's "
-            "disks are snapshots")
-    if args.phase_seed is not None and not 0 <= args.phase_seed < 2 ** 32:
-        die(f"--phase-seed {args.phase_seed}: a whole number from 0 to 2^32-1")
-    if args.stock_package and args.flavour != "stock":
-        die("--stock-package goes with --flavour stock")
+def settled(spec):
+    """spec checked, with its vCPUs settled and --out absolute (a
+    recording's command line is replayed from anywhere); BootError when
+    its options do not go together."""
+    check_out_dir(spec.out)
+    if spec.root == "debian" and spec.flavour == "stock":
+        raise BootError("--root debian needs a lab kernel: the stock kernel's ext4 and "
+                        "virtio are modules, which only its initramfs loads")
+    smp = spec.smp or 2
+    if spec.clock == "icount":
+        if spec.smp not in (None, 1):
+            raise BootError("--clock icount needs --smp 1: QEMU 7.2 runs an icount "
+                            "guest's vCPUs on one host thread and can starve all but one")
+        smp = 1
+    if spec.record_replay and spec.clock != "icount":
+        raise BootError("--record-replay needs --clock icount: QEMU records and replays "
+                        "only instruction time")
+    if spec.record_replay and spec.rootfs_writable:
+        raise BootError("--record-replay cannot write the root disk: a recorded boot's "
+                        "disks are snapshots")
+    if spec.phase_seed is not None and not 0 <= spec.phase_seed < 2 ** 32:
+        raise BootError(f"--phase-seed {spec.phase_seed}: a whole number from 0 to 2^32-1")
+    if spec.stock_package and spec.flavour != "stock":
+        raise BootError("--stock-package goes with --flavour stock")
+    return dataclasses.replace(spec, smp=smp, out=spec.out.resolve())
+
+
+def inputs(spec):
+    """(kernel, files, disk), absolute and checked to exist: the builders'
+    where spec names none; files the initramfs, or the root and tools disks,
+    each with its name for errors."""
     with quietly():
-        kernel, boot, files, disk = artifacts(args)
+        kernel, files, disk = artifacts(spec)
     for what, path in [("kernel", kernel)] + files + [("disk", disk)]:
         if not pathlib.Path(path).is_file():
-            die(f"{what} {path} does not exist")
-    kernel, disk = pathlib.Path(kernel).resolve(), pathlib.Path(disk).resolve()
-    files = [(what, pathlib.Path(path).resolve()) for what, path in files]
-    boot = tuple(path for _, path in files) if args.root == "debian" else files[0][1]
-    args.out.mkdir(parents=True, exist_ok=True)
-    console = Console(args.out / "console.log", args.verbose)
-    vmlinux = pathlib.Path(kernel).parent / "vmlinux"
-    lab_windows = args.flavour != "stock" and not args.no_lab_windows and vmlinux.is_file()
-    passed = list(args.guest_file)
+            raise BootError(f"{what} {path} does not exist")
+    return (pathlib.Path(kernel).resolve(),
+            [(what, pathlib.Path(path).resolve()) for what, path in files],
+            pathlib.Path(disk).resolve())
+
+
+def host_files(spec, kernel):
+    """(the files for the guest's /tmp/host, whether the lab kernel's
+    windows file is among them)."""
+    vmlinux = kernel.parent / "vmlinux"
+    lab_windows = spec.flavour != "stock" and not spec.no_lab_windows and vmlinux.is_file()
+    passed = list(spec.guest_file)
     if lab_windows:
         if kernelwindows.GUEST_NAME in (p.name for p in passed):
-            die(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the lab kernel's "
-                "own windows file (rename yours, or pass --no-lab-windows)")
-        if args.lab_windows:
-            if not args.lab_windows.is_file():
-                die(f"--lab-windows {args.lab_windows}: no such file")
-            shutil.copyfile(args.lab_windows, args.out / kernelwindows.GUEST_NAME)
-            passed.append(args.out / kernelwindows.GUEST_NAME)
+            raise BootError(f"--guest-file: {kernelwindows.GUEST_NAME} is the name of the "
+                            "lab kernel's own windows file (rename yours, or pass "
+                            "--no-lab-windows)")
+        if spec.lab_windows:
+            if not spec.lab_windows.is_file():
+                raise BootError(f"--lab-windows {spec.lab_windows}: no such file")
+            shutil.copyfile(spec.lab_windows, spec.out / kernelwindows.GUEST_NAME)
+            passed.append(spec.out / kernelwindows.GUEST_NAME)
         else:
             with quietly():
-                passed.append(kernelwindows.copy_to(vmlinux, args.out))
-    cmd = qemu_command(args, kernel, boot, disk, args.out, guest_files(passed, args.out))
-    (args.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
-    timeout = args.timeout or watchdog_seconds(args.duration, args.singlestep,
-                                               args.clock, args.shift)
+                passed.append(kernelwindows.copy_to(vmlinux, spec.out))
+    return passed, lab_windows
 
-    ending, qemu_exit, wall = boot_qemu(cmd, console, args.out, timeout)
+
+def boot(spec):
+    """Boot spec (a BootSpec) into spec.out: its BootStatus, also written
+    there as status.json beside the console and the logs.  A boot that
+    hung, panicked or whose scenario failed is a status with its reason;
+    BootError when the boot is refused before QEMU starts."""
+    spec = settled(spec)
+    kernel, files, disk = inputs(spec)
+    boot_files = tuple(path for _, path in files) if spec.root == "debian" else files[0][1]
+    spec.out.mkdir(parents=True, exist_ok=True)
+    console = Console(spec.out / "console.log", spec.verbose)
+    passed, lab_windows = host_files(spec, kernel)
+    cmd = qemu_command(spec, kernel, boot_files, disk, spec.out,
+                       guest_files(passed, spec.out))
+    (spec.out / "cmdline.txt").write_text(shlex.join(cmd) + "\n")
+    timeout = spec.timeout or watchdog_seconds(spec.duration, spec.singlestep,
+                                               spec.clock, spec.shift)
+    ending, qemu_exit, wall = boot_qemu(cmd, console, spec.out, timeout)
     text = console.text()
-    # The kernel's cache entry (flavour and the hash of its inputs): what
-    # tells two builds of one flavour apart when runs are pooled.
-    status = {"flavour": args.flavour, "kernel": pathlib.Path(kernel).parent.name,
-              "stock_package": args.stock_package,
-              "root": args.root, "scenario": args.scenario,
-              "duration": args.duration, "append": args.append,
-              "lab_windows": lab_windows,
-              "singlestep": args.singlestep, "smp": args.smp,
-              "clock": clock_settings(args), "phase_seed": args.phase_seed,
-              "passes": args.passes,
-              **console_figures(text, ending, qemu_exit, wall)}
-    write_json(args.out / "status.json", status)
-    if args.record_replay and status["scenario_status"] is not None:
-        inputs = {"kernel": kernel, "disk": disk}
-        inputs.update({what.replace(" ", "_"): path for what, path in files})
-        if (args.out / "guest-files.tar").is_file():
-            inputs["guest_files"] = args.out / "guest-files.tar"
-        recordreplay.save(args.out, cmd, inputs, status["kernel"],
-                          status["guest_uptime"], wall, timeout)
-    sys.exit(boot_exit(status, text, timeout, args.out, args.scenario))
+    status = BootStatus(
+        flavour=spec.flavour, kernel=kernel.parent.name, stock_package=spec.stock_package,
+        root=spec.root, scenario=spec.scenario, duration=spec.duration,
+        append=spec.append, lab_windows=lab_windows, singlestep=spec.singlestep,
+        smp=spec.smp, clock=clock_settings(spec), phase_seed=spec.phase_seed,
+        passes=spec.passes, **console_figures(text, ending, qemu_exit, wall))
+    status.reason = failure(status, text, timeout, spec.out)
+    status.write(spec.out / "status.json")
+    if spec.record_replay and status.scenario_status is not None:
+        recorded = {"kernel": kernel, "disk": disk}
+        recorded.update({what.replace(" ", "_"): path for what, path in files})
+        if (spec.out / "guest-files.tar").is_file():
+            recorded["guest_files"] = spec.out / "guest-files.tar"
+        recordreplay.save(spec.out, cmd, recorded, status.kernel,
+                          status.guest_uptime, wall, timeout)
+    return status
 
 
-def artifacts(args):
-    """(kernel, boot, files, disk): what the boot reads, each as given or
-    the builders' (built on a cache miss); boot is the initramfs, or with
-    --root debian the root and tools disks, files those named for errors."""
-    initrd = args.initramfs
-    if args.flavour == "stock":
+def main(argv=None):
+    status = boot(parse_args(argv))
+    if status.reason:
+        print(f"run: error: {status.reason}", file=sys.stderr)
+    return exit_status(status)
+
+
+def artifacts(spec):
+    """(kernel, files, disk): what the boot reads, each as given or the
+    builders' (built on a cache miss); files the initramfs, or with --root
+    debian the root and tools disks, each with its name for errors."""
+    initrd = spec.initramfs
+    if spec.flavour == "stock":
         # The same scenarios, with the modules the stock kernel needs.
-        kdir = None if args.kernel and initrd else stockkernel.build(args.stock_package)
-        kernel = args.kernel or kdir / "Image"
+        kdir = None if spec.kernel and initrd else stockkernel.build(spec.stock_package)
+        kernel = spec.kernel or kdir / "Image"
         initrd = initrd or stockkernel.modules_initramfs(kdir)
     else:
-        kernel = args.kernel or kbuild.kernel_dir(args.flavour) / "Image"
-    if args.root == "debian":
-        root = args.rootfs or rootfs.image()
-        tools = args.tools or toolsdisk.build()
-        boot = (root, tools)
-        files = [("root disk", root), ("tools disk", tools)]
+        kernel = spec.kernel or kbuild.kernel_dir(spec.flavour) / "Image"
+    if spec.root == "debian":
+        files = [("root disk", spec.rootfs or rootfs.image()),
+                 ("tools disk", spec.tools or toolsdisk.build())]
     else:
-        boot = initrd or initramfs.build()
-        files = [("initramfs", boot)]
-    return kernel, boot, files, args.disk or testdisk.build()
+        files = [("initramfs", initrd or initramfs.build())]
+    return kernel, files, spec.disk or testdisk.build()
 
 
 def boot_qemu(cmd, console, out, timeout):
@@ -453,7 +523,7 @@ def boot_qemu(cmd, console, out, timeout):
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                     stdout=qemu_log, stderr=qemu_log)
         except FileNotFoundError:
-            die(f"{cmd[0]} not found: install qemu-system-arm (make deps)")
+            raise BootError(f"{cmd[0]} not found: install qemu-system-arm (make deps)")
         try:
             ending = watch(proc, console, timeout)
         finally:
@@ -480,29 +550,32 @@ def console_figures(text, ending, qemu_exit, wall):
             "chkwin": chkwin_result(text)}
 
 
-def boot_exit(status, text, timeout, out, scenario):
-    """The exit status of a boot, with its one-line reason on stderr."""
+def failure(status, text, timeout, out):
+    """Why the boot failed, in one line, or None when its scenario exited 0."""
     console = out / "console.log"
-    if status["ending"] == "hang":
-        print(f"run: error: guest hung: no poweroff within {timeout} s "
-              f"(console: {console})", file=sys.stderr)
-        return EXIT_HANG
-    if status["ending"] == "panic":
-        line = PANIC_RE.search(text).group(0).strip()
-        print(f"run: error: guest panicked: {line}", file=sys.stderr)
-        return EXIT_PANIC
-    if status["scenario_status"] is None:
+    if status.ending == "hang":
+        return f"guest hung: no poweroff within {timeout} s (console: {console})"
+    if status.ending == "panic":
+        return f"guest panicked: {PANIC_RE.search(text).group(0).strip()}"
+    if status.scenario_status is None:
         qemu_err = (out / "qemu.log").read_text(errors="replace").strip()
-        why = qemu_err.splitlines()[-1] if qemu_err else \
-            f"QEMU exited {status['qemu_exit']}"
-        print(f"run: error: guest stopped without a {console_lines.STATUS_TAG} line "
-              f"({why}; console: {console})", file=sys.stderr)
+        why = qemu_err.splitlines()[-1] if qemu_err else f"QEMU exited {status.qemu_exit}"
+        return (f"guest stopped without a {console_lines.STATUS_TAG} line "
+                f"({why}; console: {console})")
+    if status.scenario_status != 0:
+        return (f"scenario {status.scenario} exited {status.scenario_status} "
+                f"(console: {console})")
+    return None
+
+
+def exit_status(status):
+    """run.py's exit status for a boot: the scenario's, or what ended it."""
+    if status.ending == "hang":
+        return EXIT_HANG
+    if status.ending == "panic":
+        return EXIT_PANIC
+    if status.scenario_status is None:
         return EXIT_NO_STATUS
-    if status["scenario_status"] != 0:
-        print(f"run: error: scenario {scenario} exited "
-              f"{status['scenario_status']} (console: {console})", file=sys.stderr)
-    return status["scenario_status"]
+    return status.scenario_status
 
 
-if __name__ == "__main__":
-    main()

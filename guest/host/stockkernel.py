@@ -20,14 +20,12 @@ directory $CHKWIN_CACHE/stock/<key> is keyed by the .deb's bytes and this
 script.
 
     /usr/bin/python3 guest/stockkernel.py [--package NAME] [--print-dir]
-        [--print-initramfs] [--print-system-map]
+        [--print-initramfs]
 
 --print-initramfs builds guest/initramfs.py's initramfs with the modules
 added under /lib/modules/stock (where guest/init looks for them) and
-prints its path.  --print-system-map prints the path of `System.map` in
-the kernel's directory: Debian ships an empty placeholder (the real one is
-in the 800 MB -dbg package), so it is made once from /proc/kallsyms of the
-kernel booted with nokaslr (the kallsyms scenario).
+prints its path.  Debian ships an empty System.map; guest/stocksymbols.py
+makes a real one by booting the kernel.
 """
 
 import argparse
@@ -37,10 +35,8 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
 import tempfile
 
-from common import PY, REPO
 from common.cache import Key, cache_root, cached
 from common.errors import die, run_or_die
 from common.progress import tool_output
@@ -225,37 +221,6 @@ def build(package=None):
     return outdir
 
 
-def system_map(kdir, package):
-    """kdir/System.map, made from the booted kernel's (package's) kallsyms
-    if missing (a cache entry: two tests that need it at once boot once)."""
-    def make(tmp):
-        with tempfile.TemporaryDirectory() as scratch:
-            out = pathlib.Path(scratch) / "run"
-            proc = subprocess.run(
-                [PY, str(REPO / "guest/run.py"), "--flavour", "stock",
-                 "--stock-package", resolve(package), "--scenario", "kallsyms",
-                 "--duration", "1", "--append", "nokaslr", "--out", str(out)],
-                capture_output=True, text=True)
-            if proc.returncode != 0:
-                die("the kallsyms boot of the stock kernel failed: "
-                    + (proc.stderr.strip().splitlines() or ["no output"])[-1])
-            lines = (out / "log.bin").read_text().splitlines()
-        # Without KALLSYMS_ALL kallsyms starts at _stext; the Image starts at
-        # _text, one SEGMENT_ALIGN (64 KiB) below it in arm64's vmlinux.lds.S
-        # (so in the lab kernels' System.map too).
-        stext = [ln.split()[0] for ln in lines if ln.endswith(" T _stext")]
-        if not stext:
-            die("the stock kernel's kallsyms has no _stext symbol")
-        lines.insert(0, f"{int(stext[0], 16) - 0x10000:016x} T _text")
-        # _einittext, an end marker typed T, is the last symbol kallsyms has:
-        # as a function it would run on through the init data to the Image's end.
-        lines = [re.sub(r" T _einittext$", " D _einittext", ln) for ln in lines]
-        tmp.write_text("".join(ln + "\n" for ln in lines))
-
-    return cached(kdir / "System.map", make, "stockkernel",
-                  ready=lambda p: p.is_file() and p.stat().st_size > 0)[0]
-
-
 def initramfs_adds(kdir):
     """(host, guest) pairs that put the modules where guest/init finds them."""
     mods = kdir / "modules"
@@ -279,16 +244,12 @@ def main():
                     help="print the kernel directory on stdout")
     ap.add_argument("--print-initramfs", action="store_true",
                     help="build the initramfs with the modules, print its path")
-    ap.add_argument("--print-system-map", action="store_true",
-                    help="print the path of a System.map made from kallsyms")
     args = ap.parse_args()
     kdir = build(args.package)
     if args.print_dir:
         print(kdir)
     if args.print_initramfs:
         print(modules_initramfs(kdir))
-    if args.print_system_map:
-        print(system_map(kdir, args.package))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ read-only: guests attach it read-only and no run may change it.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import pathlib
@@ -19,6 +18,7 @@ import subprocess
 import tempfile
 
 from common.cache import Key, cache_root, cached
+from common.digest import file_sha256
 from common.errors import die
 
 EPOCH = 1609804800          # 2021-01-05, the day of Russell King's report
@@ -131,7 +131,7 @@ def build(files=FILES, dirs=DIRS, size_mib=SIZE_MIB, seed=SEED):
             pin_inodes(partial, corpus, env)
         meta = geometry(partial)
         meta.update(files=files, dirs=dirs, seed=seed,
-                    sha256=hashlib.sha256(partial.read_bytes()).hexdigest())
+                    sha256=file_sha256(partial))
         # The geometry first: the image's presence is what makes a hit.
         image.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
         os.chmod(partial, 0o444)

@@ -2,21 +2,20 @@
 replaying it under QEMU's gdb stub (guest/replay.py RUN --failure N|all).
 
 The walk knows ext4, not the window: a failure is an ext4 error report
-with EFSBADCRC, the call that went wrong is the last ext4_chksum() before
-it whose result is not the CRC32C of its bytes, and the word it read the
-wrong result from is found by value on the stack below that call.  From
-there a watch on that word, over a third replay of the call alone, shows
-every write and read of it: the checksum code storing the right state,
-the last write before the read (in the 2021 bug: an exception entry
-saving a register over the released frame, whose saved pc is the
-interrupted instruction) and the load that read it back.  Nothing tells
+with EFSBADCRC, and the call that went wrong is the last ext4_chksum()
+before it whose result is not the CRC32C of its bytes.  A third replay
+single-steps that call from its first instruction to its return, in
+whatever context the CPU runs meanwhile (gdbwalk.py's trace pass), and
+provenance.py follows the wrong result backwards through that trace to
+the instruction that wrote it, wherever the value lived.  Nothing tells
 the walk where the window is; the run's windows file only names it
 afterwards.  Three replays serve any number of failures (one pass each:
-failures, calls, watches), and one or two more where a failure's call
-lies further back than the first reach; each runs from the start of the
+failures, calls, trace), and one or two more where a failure's call lies
+further back than the first reach; each runs from the start of the
 recording, and each is checked to be a prefix of the recording's console.
 """
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -28,14 +27,16 @@ import tempfile
 import time
 
 from analysis import fsgeom
+from analysis.documents import BootStatus
 from analysis import walks as walk_doc
 from analysis import windows as windows_file
 from common.cache import quietly
-from common.errors import die
+from common.errors import OneLineError
+from common.jsonfile import write_json
 from guest.host import kernelwindows
 from guest.host import provenance
 from guest.host import recordreplay
-from guest.host.resultsdir import write_json
+from guest.host.resultsdir import new_dir
 
 GDB = "gdb-multiarch"
 GDB_SIDE = pathlib.Path(__file__).with_name("gdbwalk.py")
@@ -53,6 +54,30 @@ STEP_LIMIT = 400_000
 TRACE_SECONDS = 60
 SOCKET_WAIT = 30
 DEVICE_MIN_BYTES = 8
+
+
+class WalkError(OneLineError):
+    """A walk that could not finish: a pass failed, or the recording
+    cannot be walked."""
+
+
+@dataclasses.dataclass
+class WalkSummary:
+    """What a walk of a recording's failures came to (walk.json, at path,
+    holds every walk); error says in one line why the walk failed (path
+    None) or disagrees with the recording."""
+    path: pathlib.Path | None = None
+    walked: int = 0
+    explained: int = 0
+    in_window: int = 0
+    texts: list = dataclasses.field(default_factory=list)  # each walk in words
+    one_cpu: bool = False
+    error: str | None = None
+
+    def line(self):
+        return (f"walk: {self.explained} of {self.walked} failures explained, "
+                f"{self.in_window} by an interrupt in a window stackscan found "
+                f"({self.path})")
 
 
 def console_is_prefix(run, passdir):
@@ -92,7 +117,7 @@ def run_pass(run, meta, out, kind, job, name=None):
             deadline = time.monotonic() + SOCKET_WAIT
             while not sock.exists():
                 if qemu.poll() is not None or time.monotonic() > deadline:
-                    die(f"walk: QEMU did not open its gdb socket "
+                    raise WalkError(f"walk: QEMU did not open its gdb socket "
                         f"({last_line(passdir / 'qemu.log') or 'no message'})")
                 time.sleep(0.05)
             gdb = subprocess.Popen(
@@ -106,10 +131,10 @@ def run_pass(run, meta, out, kind, job, name=None):
             try:
                 gdb.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                die(f"walk: the {name} pass did not finish in {limit} s "
+                raise WalkError(f"walk: the {name} pass did not finish in {limit} s "
                     f"(gdb log: {passdir / 'gdb.log'})")
         except FileNotFoundError as e:
-            die(f"walk: {e.filename} not found: install gdb-multiarch and "
+            raise WalkError(f"walk: {e.filename} not found: install gdb-multiarch and "
                 "qemu-system-arm (make deps)")
         finally:
             for proc in (gdb, qemu):
@@ -118,11 +143,11 @@ def run_pass(run, meta, out, kind, job, name=None):
                     proc.wait()
             shutil.rmtree(sockdir, ignore_errors=True)
     if not result.is_file():
-        die(f"walk: the {name} pass found nothing: "
+        raise WalkError(f"walk: the {name} pass found nothing: "
             f"{last_line(passdir / 'gdb.log') or 'gdb said nothing'} "
             f"(gdb log: {passdir / 'gdb.log'})")
     if not console_is_prefix(run, passdir):
-        die(f"walk: the {name} pass's replay diverged from the recording "
+        raise WalkError(f"walk: the {name} pass's replay diverged from the recording "
             f"(console: {passdir / 'console.log'})")
     found = json.loads(result.read_text())
     found["wall_seconds"] = round(time.monotonic() - start, 1)
@@ -174,7 +199,7 @@ def placed_windows(run, meta):
         return windows_file.place(windows_file.read(path),
                                   windows_file.symbols_from(kdir / "System.map"))
     except windows_file.WindowsError as e:
-        die(f"{path}: {e}")
+        raise WalkError(f"{path}: {e}")
 
 
 def device_text(device):
@@ -293,19 +318,21 @@ def vmlinux_of(meta):
     reads; dies with one line where there is none (a stock kernel)."""
     vmlinux = recordreplay.kernel_dir(meta) / "vmlinux"
     if not vmlinux.is_file():
-        die(f"walk: no vmlinux beside the recording's kernel ({vmlinux}): "
+        raise WalkError(f"walk: no vmlinux beside the recording's kernel ({vmlinux}): "
             "a walk needs a lab kernel's symbols and types")
     return vmlinux
 
 
-def main(run, meta, which, out):
-    status = json.loads((run / "status.json").read_text())
+def walk_failures(run, meta, which, out):
+    """Walk the recording run's failure which (from 1), or "all", into out:
+    its WalkSummary; WalkError when the walk cannot finish."""
+    status = BootStatus.read(run / "status.json")
     limit = None if which == "all" else which
     found = run_pass(run, meta, out, "failures",
                      {"limit": limit, "error_functions": list(ERROR_FUNCTIONS)})
     failures = found["failures"]
     if which != "all" and len(failures) < which:
-        die(f"walk: the recording has {len(failures)} checksum failure"
+        raise WalkError(f"walk: the recording has {len(failures)} checksum failure"
             f"{'s' if len(failures) != 1 else ''}; there is no failure {which}")
     # A failure's call came after the previous failure was reported.
     for before, f in zip([0] + [f["icount"] for f in failures], failures):
@@ -340,7 +367,7 @@ def main(run, meta, which, out):
                                                         story["inputs"]["bytes_at_entry"])
         walks.append({"failure": n, "report": failure, "call": call, "story": story,
                       "text": story_text(n, failure, call, story or {}, one_cpu)})
-    doc = {"run": str(run.resolve()), "failures_recorded": status["checksum_failures_total"],
+    doc = {"run": str(run.resolve()), "failures_recorded": status.checksum_failures_total,
            "vcpus": vcpus(meta),
            "failures_reported": len(failures) if which == "all" else None,
            "walked": len(walks),
@@ -353,17 +380,41 @@ def main(run, meta, which, out):
                             and w["story"]["interrupt"]["field"]),
            "walks": walks}
     write_json(out / "walk.json", doc, indent=1)
-    for w in walks:
-        print(w["text"])
-    if one_cpu:
+    summary = WalkSummary(path=out / "walk.json", walked=doc["walked"],
+                          explained=doc["explained"], in_window=doc["in_window"],
+                          texts=[w["text"] for w in walks], one_cpu=one_cpu)
+    if which == "all" and len(failures) != status.checksum_failures_total:
+        summary.error = (f"the replay reported {len(failures)} checksum failures "
+                         f"with EFSBADCRC, the recording's console "
+                         f"{status.checksum_failures_total}")
+    return summary
+
+
+def walk_recording(run):
+    """Every failure of the recorded boot in directory run walked, into a
+    new run/walk-<n>: its WalkSummary, whose error says why when the walk
+    failed (a failing walk is that walk's outcome, never its caller's end)."""
+    try:
+        meta = recordreplay.load(run)
+        vmlinux_of(meta)
+        return walk_failures(run, meta, "all", new_dir(run, "walk"))
+    except OneLineError as e:
+        return WalkSummary(error=str(e))
+    except SystemExit as e:
+        # A builder's die() has said why on stderr.
+        return WalkSummary(error=f"stopped (exit {e.code}; its reason is on stderr)")
+
+
+def main(run, meta, which, out):
+    """guest/replay.py --failure: the walk, in words on stdout."""
+    summary = walk_failures(run, meta, which, out)
+    for text in summary.texts:
+        print(text)
+    if summary.one_cpu:
         print("note: the boot ran on one vCPU (QEMU 7.2 records no more): a writer on "
               "another CPU cannot appear in its replay")
-    print(f"walk: {doc['explained']} of {doc['walked']} failures explained, "
-          f"{doc['in_window']} by an interrupt in a window stackscan found "
-          f"({out / 'walk.json'})")
-    if which == "all" and len(failures) != status["checksum_failures_total"]:
-        print(f"walk: error: the replay reported {len(failures)} checksum failures "
-              f"with EFSBADCRC, the recording's console "
-              f"{status['checksum_failures_total']}", file=sys.stderr)
+    print(summary.line())
+    if summary.error:
+        print(f"walk: error: {summary.error}", file=sys.stderr)
         return 1
-    return 0 if doc["explained"] == doc["walked"] else 1
+    return 0 if summary.explained == summary.walked else 1

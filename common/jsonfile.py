@@ -1,0 +1,13 @@
+"""JSON written whole: a reader never sees half a file."""
+
+import json
+import os
+import pathlib
+
+
+def write_json(path, doc, indent=2):
+    """doc as path, written aside and renamed."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=indent) + "\n")
+    os.replace(tmp, path)
