@@ -311,7 +311,9 @@ class Correlation:
             good[kind] = self._good_computations(kind, spans)
             suspects[kind] = interference.rank(failing, good[kind], ev.names)
         return [dataclasses.replace(f, diagnosis=interference.diagnose(
-            f, suspects.get(f.kind, []), len(good.get(f.kind, ())))) for f in failures]
+            f, suspects.get(f.kind, []), len(good.get(f.kind, ())),
+            interference.covered(spans, f.computation.cpus, f.computation.begin,
+                                 f.computation.end))) for f in failures]
 
     def _good_computations(self, kind, spans):
         """The identity sets of the computations of this verdict kind that

@@ -26,7 +26,18 @@ The diagnosis of one failure is the first that holds of:
 - "nothing": nothing ran inside it on its CPU.  What remains is another
   CPU, a device, or the bytes themselves; the block completion that read
   the inode's block (its CPU and how long before the verdict) is the
-  evidence the log has of those.
+  evidence the log has of those;
+- "not covered": nothing seen inside it, but a flight log's history does
+  not reach back to its first call on every CPU it ran on (the rings
+  wrapped), so what ran before the horizon is unknown: "nothing" would
+  claim more than the log holds.
+
+Identities that tie in the ranking are ordered innermost first, as the
+kernel nests them: a callback (hrtimer, timer, tasklet, work item) runs
+inside an irq handler, a softirq or a worker, an irq handler inside
+whatever it interrupted; so the function that ran is named before the
+context that ran it (the writer's hrtimer callback before the timer
+irq that ran every hrtimer, both inside every failing computation).
 """
 
 import numpy as np
@@ -37,14 +48,15 @@ from analysis.documents import Computation, Diagnosis, Ran, Suspect
 # The kernel's softirq vectors by number (include/linux/interrupt.h).
 SOFTIRQS = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
             "HRTIMER", "RCU")
-# What names a context, not a function: ranked after a function it ties with.
-CONTEXTS = ("softirq", "switch")
+# Innermost first: the order in which identities that tie are ranked.
+NESTING = ("hrtimer", "timer", "tasklet", "work", "irq", "softirq", "switch")
 RAN_IRQ = chkwinlog.RAN.index("irq")
 RAN_SWITCH = chkwinlog.RAN.index("switch")
 WORDS = {
     "window": "an interrupt in a known window",
     "interference": "interference: these functions ran inside the computation",
     "nothing": "nothing ran inside it: another CPU, a device or the bytes themselves",
+    "not covered": "nothing seen inside it, but the history does not reach its first call",
 }
 
 
@@ -171,10 +183,16 @@ def computation(events, group_ts, group_cpus, verdict):
                 for i in idx])
 
 
+def nesting(name):
+    """Where an identity's kind sits in NESTING (innermost 0; unknown last)."""
+    what = name.split(" ", 1)[0]
+    return NESTING.index(what) if what in NESTING else len(NESTING)
+
+
 def rank(failing, good, names):
     """Suspects from the identity sets of the failing and the good
     computations: ran in every failing one first, then by failing share
-    minus good share, functions before contexts, then by name."""
+    minus good share, innermost first, then by name."""
     n_fail, n_good = len(failing), len(good)
     counts_f, counts_g = {}, {}
     for s in failing:
@@ -188,20 +206,21 @@ def rank(failing, good, names):
         ng = counts_g.get(i, 0)
         out.append(Suspect(name=names[i], failing=nf, failing_share=nf / n_fail, good=ng,
                            good_share=ng / n_good if n_good else None))
-    # A context ties with what ran in it (a softirq vector with its timer
-    # callback, a switch with the work the worker ran): the function first.
     out.sort(key=lambda s: (s.failing < n_fail, -(s.failing_share - (s.good_share or 0.0)),
-                            s.name.split(" ", 1)[0] in CONTEXTS, s.name))
+                            nesting(s.name), s.name))
     return out
 
 
-def diagnose(failure, suspects, good):
-    """The Diagnosis of one failure given the suspects ranked for its kind."""
+def diagnose(failure, suspects, good, history_covered=True):
+    """The Diagnosis of one failure given the suspects ranked for its kind
+    and whether the log's history holds its whole computation."""
     if failure.attributed:
         kind, named = "window", []
     elif failure.computation.inside:
         mine = {r.name for r in failure.computation.inside}
         kind, named = "interference", [s for s in suspects if s.name in mine]
+    elif not history_covered:
+        kind, named = "not covered", []
     else:
         kind, named = "nothing", []
     b = failure.block
