@@ -176,7 +176,7 @@ class Correlation:
         log.check_analysable()
         self.log = log
         self.geometry = geometry
-        self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller"])
+        self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller", "seed", "result"])
         self.arrivals = Arrivals(log, self.calls)
         self.window_calls = np.unique(self.arrivals.call[self.arrivals.window])
         self.failing, self.source = verdicts(log)
@@ -242,6 +242,23 @@ class Correlation:
         group = group[self.calls["end_ns"][group] <= ts]
         return group[self._feeds(self.calls["caller"][group], kind)], prev
 
+    def _chain(self, group):
+        """The calls of a group that chain into its last one, each call's
+        seed the result of the one before (the seed calls of an iget, then
+        the inode's): what computed this object's checksum, without the
+        write-side calls of other objects the task made since its previous
+        verdict, which feed no verdict.  A corruption inside a call keeps
+        the chain (the next call starts from the wrong result)."""
+        if not len(group):
+            return group
+        seeds, results = self.calls["seed"][group], self.calls["result"][group]
+        keep, want = [len(group) - 1], seeds[-1]
+        for j in range(len(group) - 2, -1, -1):
+            if results[j] == want:
+                keep.append(j)
+                want = seeds[j]
+        return group[keep[::-1]]
+
     def _outcome(self, call):
         """What became of one window-hit call's result: (outcome, the kind
         of verdict it fed or None)."""
@@ -276,6 +293,7 @@ class Correlation:
         c = record(self.log, "chksum", self.calls["row"][call]) if call is not None else None
         metadata = kind != INODE_KIND
         sector, block = self._block(v) if not metadata else (None, None)
+        chain = self._chain(group)
         return Failure(
             kind=kind_name(self.caller_names, kind),
             ino=int(v["ino"]), dev=int(v["dev"]), ts=int(v["ts"]),
@@ -294,26 +312,39 @@ class Correlation:
             window_arrivals=[self.arrival(i) for i in hits if a.call[i] == call],
             block_sector=sector, block=block,
             computation=interference.computation(
-                self.events, self.calls["ts"][group], self.calls["cpu"][group], v),
+                self.events, self.calls["ts"][chain], self.calls["cpu"][chain], v),
             diagnosis=None)
 
     def _diagnosed(self, failures):
         """The failures with their diagnoses: what ran inside the failing
-        computations of each verdict kind that no window explains, ranked
-        against the good computations of that kind the log covers."""
+        computations of each verdict kind that no window explains and the
+        log's history holds whole, ranked against the good computations of
+        that kind it holds whole."""
         spans = interference.coverage(self.log)
         ev = self.events
+        whole = [self._whole(f, spans) for f in failures]
         suspects, good = {}, {}
         for kind in {f.kind for f in failures if not f.attributed}:
             failing = [ev.identities(f.computation.cpus, f.computation.begin,
                                      f.computation.end, f.tid)
-                       for f in failures if f.kind == kind and not f.attributed]
+                       for f, w in zip(failures, whole)
+                       if f.kind == kind and not f.attributed and w]
             good[kind] = self._good_computations(kind, spans)
             suspects[kind] = interference.rank(failing, good[kind], ev.names)
         return [dataclasses.replace(f, diagnosis=interference.diagnose(
-            f, suspects.get(f.kind, []), len(good.get(f.kind, ())),
-            interference.covered(spans, f.computation.cpus, f.computation.begin,
-                                 f.computation.end))) for f in failures]
+            f, suspects.get(f.kind, []), len(good.get(f.kind, ())), w))
+            for f, w in zip(failures, whole)]
+
+    @staticmethod
+    def _whole(f, spans):
+        """Whether the log holds a failure's whole computation: its calls
+        back to the task's previous verdict (history_covered: the calls
+        ring may have lost the first of them, and the group shrinks to what
+        is left), at least one call, and what ran on each of its CPUs over
+        its span."""
+        c = f.computation
+        return (f.history_covered is not False and c.calls > 0
+                and interference.covered(spans, c.cpus, c.begin, c.end))
 
     def _good_computations(self, kind, spans):
         """The identity sets of the computations of this verdict kind that
@@ -325,12 +356,15 @@ class Correlation:
             mark = m[k]
             if kind_name(self.caller_names, int(mark["kind"])) != kind:
                 continue
-            group, _ = self._group(mark, int(mark["kind"]))
-            if not len(group):
+            group, prev = self._group(mark, int(mark["kind"]))
+            group = self._chain(group)
+            if not len(group) or (spans is not None and not prev):
                 continue
             begin, end = int(self.calls["ts"][group].min()), int(mark["ts"])
             cpus = sorted({int(c) for c in self.calls["cpu"][group]} | {int(mark["cpu"])})
-            if interference.covered(spans, cpus, begin, end):
+            # From the previous verdict: a ring that lost the group's first
+            # calls would leave a shorter group that looks covered.
+            if interference.covered(spans, cpus, prev if spans is not None else begin, end):
                 out.append(self.events.identities(cpus, begin, end, int(mark["tid"])))
         return out
 

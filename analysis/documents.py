@@ -407,13 +407,15 @@ class Suspect:
     failing_share: float
     good: int
     good_share: float | None
+    p: float | None = None      # one-sided Fisher exact, failing against good
 
 
 @dataclass
 class Diagnosis:
-    """Why a failure failed, as far as the log can say: window,
-    interference (suspects ranked, first the likeliest) or nothing (then
-    remains says what is left)."""
+    """Why a failure failed, as far as the log can say (analysis/
+    interference.py): window, interference (suspects ranked, first the
+    likeliest), undecided (what ran, none accused), nothing (then remains
+    says what is left) or not covered."""
     kind: str
     words: str
     suspects: list[Suspect]
@@ -446,16 +448,17 @@ class Failure(Record):
     window_arrivals: list[Arrival]
     block_sector: int | None
     block: Completion | None
-    computation: Computation
-    diagnosis: Diagnosis | None     # None until the log's failures are ranked together
+    computation: Computation | None     # None in JSON from before it was kept
+    diagnosis: Diagnosis | None     # None until ranked together, or from older JSON
 
     @classmethod
     def from_json(cls, d):
         return cls(**dict(d, call=None if d["call"] is None else Call(**d["call"]),
                           window_arrivals=[Arrival(**a) for a in d["window_arrivals"]],
                           block=None if d["block"] is None else Completion(**d["block"]),
-                          computation=Computation.from_json(d["computation"]),
-                          diagnosis=None if d["diagnosis"] is None
+                          computation=None if d.get("computation") is None
+                          else Computation.from_json(d["computation"]),
+                          diagnosis=None if d.get("diagnosis") is None
                           else Diagnosis.from_json(d["diagnosis"])))
 
     def csv_row(self):

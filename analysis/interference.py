@@ -15,22 +15,36 @@ The diagnosis of one failure is the first that holds of:
 
 - "window": an interrupt landed in a watched window during one of its
   calls (correlate's attribution, as before);
-- "interference": something ran inside it.  Its identities are ranked
-  against the log's other computations of the same verdict kind: those
-  that ran inside every failing computation first, then by how much more
-  often they ran inside failing ones than inside good ones (the verdicts
-  that matched, whose span the log's history covers: a flight log's
-  snapshots, on that CPU), so that a callback inside all failures and 2%
-  of good computations leads and the timer tick inside half of all
-  computations does not;
+- "interference": something ran inside it that runs inside failing
+  computations more often than inside good ones.  Its identities are
+  ranked against the log's other computations of the same verdict kind
+  by how much more often they ran inside failing ones than inside good
+  ones (the verdicts that matched, whose span from the task's previous
+  verdict the log's history holds: a flight log's snapshots, on each
+  CPU), then those inside every failing computation first: a callback
+  inside all failures and 2% of good computations leads, the timer tick
+  inside all failures and all good ones does not.  Each suspect carries
+  a one-sided Fisher exact p of running inside failing computations more
+  often than good ones; the first suspect's p < ALPHA makes it
+  "interference";
+- "undecided": what ran inside it runs as often inside good
+  computations (the first suspect's p >= ALPHA, or no good computation
+  to compare with): listed, not accused;
 - "nothing": nothing ran inside it on its CPU.  What remains is another
   CPU, a device, or the bytes themselves; the block completion that read
   the inode's block (its CPU and how long before the verdict) is the
   evidence the log has of those;
-- "not covered": nothing seen inside it, but a flight log's history does
-  not reach back to its first call on every CPU it ran on (the rings
-  wrapped), so what ran before the horizon is unknown: "nothing" would
-  claim more than the log holds.
+- "not covered": the log does not hold its whole computation (a flight
+  log's rings wrapped after the task's previous verdict, the calls ring
+  lost the first calls, a CPU's history does not reach its first call,
+  or a log of every record lost some): what it saw is listed, but
+  "nothing" would claim more than the log holds, and it is left out of
+  the ranking.
+
+The computation is the chain of calls that computed the failing
+object's checksum (correlate's _chain), not every call of the task since
+its previous verdict: write-side calls for other objects feed no
+verdict.
 
 Identities that tie in the ranking are ordered innermost first, as the
 kernel nests them: a callback (hrtimer, timer, tasklet, work item) runs
@@ -41,6 +55,7 @@ irq that ran every hrtimer, both inside every failing computation).
 """
 
 import numpy as np
+from scipy import stats
 
 from analysis import chkwinlog
 from analysis.documents import Computation, Diagnosis, Ran, Suspect
@@ -48,6 +63,11 @@ from analysis.documents import Computation, Diagnosis, Ran, Suspect
 # The kernel's softirq vectors by number (include/linux/interrupt.h).
 SOFTIRQS = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
             "HRTIMER", "RCU")
+# A suspect is accused when it runs inside failing computations more often
+# than inside good ones at this one-sided level.
+ALPHA = 0.05
+# What a log of every record loses that the diagnosis reads.
+HISTORY_PROBES = ("chksum", "irq", "softirq", "ran")
 # Innermost first: the order in which identities that tie are ranked.
 NESTING = ("hrtimer", "timer", "tasklet", "work", "irq", "softirq", "switch")
 RAN_IRQ = chkwinlog.RAN.index("irq")
@@ -55,8 +75,9 @@ RAN_SWITCH = chkwinlog.RAN.index("switch")
 WORDS = {
     "window": "an interrupt in a known window",
     "interference": "interference: these functions ran inside the computation",
+    "undecided": "these ran inside it, none more often than inside good computations",
     "nothing": "nothing ran inside it: another CPU, a device or the bytes themselves",
-    "not covered": "nothing seen inside it, but the history does not reach its first call",
+    "not covered": "the log does not hold the whole computation",
 }
 
 
@@ -151,8 +172,12 @@ def coverage(log):
     that CPU; None for a log of every record (all of it).  A flight log
     holds, from each snapshot, its CPU's arrivals from the horizon (the
     start of the recording where the ring never wrapped) to the failure;
-    calls likewise from the call horizon."""
+    calls likewise from the call horizon.  A log of every record that lost
+    calls or what ran holds no span whole ({})."""
     if log.header.get("record") != "failures":
+        lost = log.lost()
+        if any(isinstance(lost.get(p), int) and lost[p] > 0 for p in HISTORY_PROBES):
+            return {}
         return None
     start = int(log.header.get("started_ns", "0") or 0)
     snaps = log.of("snapshot")
@@ -189,10 +214,19 @@ def nesting(name):
     return NESTING.index(what) if what in NESTING else len(NESTING)
 
 
+def fisher_p(nf, n_fail, ng, n_good):
+    """One-sided Fisher exact p that an identity inside nf of n_fail
+    failing and ng of n_good good computations runs inside failing ones
+    more often; None without a good computation."""
+    if not n_good:
+        return None
+    return float(stats.hypergeom.sf(nf - 1, n_fail + n_good, nf + ng, n_fail))
+
+
 def rank(failing, good, names):
     """Suspects from the identity sets of the failing and the good
-    computations: ran in every failing one first, then by failing share
-    minus good share, innermost first, then by name."""
+    computations: by failing share minus good share, those inside every
+    failing one first among equals, innermost first, then by name."""
     n_fail, n_good = len(failing), len(good)
     counts_f, counts_g = {}, {}
     for s in failing:
@@ -205,24 +239,28 @@ def rank(failing, good, names):
     for i, nf in counts_f.items():
         ng = counts_g.get(i, 0)
         out.append(Suspect(name=names[i], failing=nf, failing_share=nf / n_fail, good=ng,
-                           good_share=ng / n_good if n_good else None))
-    out.sort(key=lambda s: (s.failing < n_fail, -(s.failing_share - (s.good_share or 0.0)),
+                           good_share=ng / n_good if n_good else None,
+                           p=fisher_p(nf, n_fail, ng, n_good)))
+    out.sort(key=lambda s: (-(s.failing_share - (s.good_share or 0.0)), s.failing < n_fail,
                             nesting(s.name), s.name))
     return out
 
 
-def diagnose(failure, suspects, good, history_covered=True):
+def diagnose(failure, suspects, good, whole=True):
     """The Diagnosis of one failure given the suspects ranked for its kind
-    and whether the log's history holds its whole computation."""
+    and whether the log holds its whole computation."""
+    mine = {r.name for r in failure.computation.inside}
+    named = [s for s in suspects if s.name in mine]
     if failure.attributed:
         kind, named = "window", []
-    elif failure.computation.inside:
-        mine = {r.name for r in failure.computation.inside}
-        kind, named = "interference", [s for s in suspects if s.name in mine]
-    elif not history_covered:
-        kind, named = "not covered", []
+    elif not whole:
+        kind = "not covered"
+    elif named and named[0].p is not None and named[0].p < ALPHA:
+        kind = "interference"
+    elif mine:
+        kind = "undecided"
     else:
-        kind, named = "nothing", []
+        kind = "nothing"
     b = failure.block
     remains = None
     if kind == "nothing":

@@ -82,18 +82,18 @@ def failure_rows(corr):
 
 def diagnosis_text(d):
     """One cell: the diagnosis in words, and the first suspects with their
-    shares of failing and good computations."""
+    shares of failing and good computations and their p."""
     if d is None:
         return "-"
-    if d.kind == "interference":
-        return d.words + ": " + "; ".join(
-            f"{s.name} ({s.failing_share:.0%} of failing, "
-            + (f"{s.good_share:.0%} of {d.good_computations} good)"
-               if s.good_share is not None else "no good one covered)")
-            for s in d.suspects[:3])
     if d.kind == "nothing":
         return f"{d.words} ({d.remains})"
-    return d.words
+    if not d.suspects:
+        return d.words
+    return d.words + ": " + "; ".join(
+        f"{s.name} ({s.failing_share:.0%} of failing, "
+        + (f"{s.good_share:.0%} of {d.good_computations} good, p {s.p:.2g})"
+           if s.good_share is not None else "no good one covered)")
+        for s in d.suspects[:3])
 
 
 def _name(path, outdir):

@@ -20,6 +20,7 @@ def test_inside_every_failure_and_rarely_in_good_ones_leads():
     out = interference.rank(failing, good, NAMES)
     assert [s.name for s in out] == [NAMES[FLIP], NAMES[TICK], NAMES[IRQ]]
     assert out[0].failing_share == 1.0 and out[0].good_share == 0.01
+    assert out[0].p < 1e-6 < out[1].p
 
 
 def test_ties_rank_innermost_first():
@@ -32,9 +33,20 @@ def test_ties_rank_innermost_first():
     assert all(s.good_share is None for s in out)
 
 
-def test_in_some_failures_ranks_after_in_every_one():
-    failing = [{TIMER, IRQ}, {IRQ}, {IRQ}]
-    out = interference.rank(failing, [{IRQ}] * 10, NAMES)
+def test_what_runs_as_often_in_good_computations_is_not_first():
+    """The tick inside every failing and every good computation ranks
+    after a writer inside 9 of 10 failing and no good one; and only the
+    writer's p accuses it."""
+    failing = [{TICK, FLIP}] * 9 + [{TICK}]
+    out = interference.rank(failing, [{TICK}] * 40, NAMES)
+    assert [s.name for s in out] == [NAMES[FLIP], NAMES[TICK]]
+    assert out[0].p < interference.ALPHA and out[1].p == 1.0
+
+
+def test_among_equals_inside_every_failure_first():
+    failing = [{TIMER, IRQ}, {IRQ}, {IRQ, TIMER}, {IRQ}]
+    out = interference.rank(failing, [{IRQ}] * 4 + [{IRQ, TIMER}] + [set()] * 3, NAMES)
+    assert out[0].failing_share - out[0].good_share == out[1].failing_share - out[1].good_share
     assert [s.name for s in out] == [NAMES[IRQ], NAMES[TIMER]]
 
 
@@ -50,19 +62,30 @@ def failure(inside, attributed=False):
 
 
 def test_each_kind_of_diagnosis():
-    suspects = interference.rank([{FLIP, IRQ}], [{IRQ}], NAMES)
-    d = interference.diagnose(failure([NAMES[IRQ], NAMES[FLIP]]), suspects, 1)
+    failing = [{FLIP, IRQ}] * 6
+    suspects = interference.rank(failing, [{IRQ}] * 30, NAMES)
+    d = interference.diagnose(failure([NAMES[IRQ], NAMES[FLIP]]), suspects, 30)
     assert isinstance(d, Diagnosis) and d.kind == "interference"
     assert [s.name for s in d.suspects] == [NAMES[FLIP], NAMES[IRQ]]
     assert interference.diagnose(failure([NAMES[FLIP]], attributed=True), suspects,
-                                 1).kind == "window"
-    nothing = interference.diagnose(failure([]), [], 1)
+                                 30).kind == "window"
+    # What ran inside it ran inside every good computation too: not accused.
+    same = interference.diagnose(failure([NAMES[IRQ]]), suspects, 30)
+    assert same.kind == "undecided" and [s.name for s in same.suspects] == [NAMES[IRQ]]
+    # One failure and no good computation prove nothing either.
+    alone = interference.rank([{FLIP}], [], NAMES)
+    assert interference.diagnose(failure([NAMES[FLIP]]), alone, 0).kind == "undecided"
+    nothing = interference.diagnose(failure([]), [], 30)
     assert nothing.kind == "nothing" and "no block completion" in nothing.remains
 
 
-def test_nothing_seen_where_the_history_does_not_reach_is_not_nothing():
-    d = interference.diagnose(failure([]), [], 0, history_covered=False)
-    assert d.kind == "not covered" and d.remains is None and not d.suspects
+def test_a_computation_the_log_does_not_hold_whole_is_not_covered():
+    """Nothing seen is not nothing, and something seen is not an
+    accusation, where the history does not reach the first call."""
+    suspects = interference.rank([{FLIP}] * 6, [set()] * 30, NAMES)
+    for inside in ([], [NAMES[FLIP]]):
+        d = interference.diagnose(failure(inside), suspects, 30, whole=False)
+        assert d.kind == "not covered" and d.remains is None
 
 
 def test_coverage_of_a_span_on_every_cpu():
