@@ -3,7 +3,7 @@ identity sets and failures built by hand: the guest test
 (tests/test_interference_guest.py) shows them on real boots; these pin
 the rules a boot may not happen to exercise."""
 
-from analysis import interference
+from analysis import chkwinlog, correlate, flight, interference, synthlog
 from analysis.documents import Computation, Diagnosis, Failure, Ran
 
 NAMES = ["hrtimer ext4_chksum_buffer_flip", "hrtimer tick_nohz_handler",
@@ -94,3 +94,28 @@ def test_coverage_of_a_span_on_every_cpu():
     assert not interference.covered(spans, [0, 1], 100, 200)
     assert not interference.covered(spans, [2], 100, 200)
     assert interference.covered(None, [0, 1, 2], 0, 1)
+
+
+def test_a_flight_log_short_of_the_history_never_says_nothing(tmp_path):
+    """A synthetic run cut to rings of 1, 3 and 64 records (flight.cut):
+    where the rings lost the task's calls since its previous verdict, the
+    failing group shrinks to what is left and would look whole; the
+    diagnosis says "not covered" there (or "window", which an arrival in
+    a window proves whatever else is missing), and with rings long enough
+    says what the full log says."""
+    s = synthlog.generate(seed=7)
+    path = tmp_path / "log.bin"
+    synthlog.write(path, s.header, s.records,
+                   synthlog.trailer_for(s.header, s.records, 3_000_000_000))
+    log = chkwinlog.read(path)
+    full = [f.diagnosis.kind for f in correlate.Correlation(log).failures]
+    assert "nothing" in full and "window" in full
+    for history in (1, 3, 64):
+        failures = correlate.Correlation(flight.cut(log, history)).failures
+        for f in failures:
+            if f.history_covered is False:
+                assert f.diagnosis.kind in ("not covered", "window"), (history, f)
+        if all(f.history_covered for f in failures):
+            assert [f.diagnosis.kind for f in failures] == full
+    assert any(f.history_covered is False for f in
+               correlate.Correlation(flight.cut(log, 1)).failures)
