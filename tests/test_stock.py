@@ -42,7 +42,8 @@ FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
                   "iget": "kprobe+kretprobe",
                   "irq": IRQ_KPROBE_MODE,
                   "ipi": "tp_btf", "softirq": "tp_btf", "block": "tp_btf",
-                  "sample": "off"}
+                  "sample": "off", "hrtimer": "tp_btf", "timer": "tp_btf",
+                  "tasklet": "tp_btf", "work": "tp_btf", "switch": "tp_btf"}
 F_COMPLETE = 0x08
 
 
