@@ -325,8 +325,7 @@ class Correlation:
         whole = [self._whole(f, spans) for f in failures]
         suspects, good = {}, {}
         for kind in {f.kind for f in failures if not f.attributed}:
-            failing = [ev.identities(f.computation.cpus, f.computation.begin,
-                                     f.computation.end, f.tid)
+            failing = [ev.identities(f.computation.where, f.tid)
                        for f, w in zip(failures, whole)
                        if f.kind == kind and not f.attributed and w]
             good[kind] = self._good_computations(kind, spans)
@@ -365,7 +364,9 @@ class Correlation:
             # From the previous verdict: a ring that lost the group's first
             # calls would leave a shorter group that looks covered.
             if interference.covered(spans, cpus, prev if spans is not None else begin, end):
-                out.append(self.events.identities(cpus, begin, end, int(mark["tid"])))
+                out.append(self.events.identities(
+                    interference.where(self.calls["ts"][group], self.calls["cpu"][group],
+                                       end, int(mark["cpu"])), int(mark["tid"])))
         return out
 
     def by_kind(self):

@@ -391,10 +391,13 @@ class Computation:
     cpus: list[int]
     calls: int
     inside: list[Ran]
+    # (cpu, begin, end): where the task was, each CPU while it was there
+    where: list[tuple[int, int, int]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d):
-        return cls(**dict(d, inside=[Ran(**r) for r in d["inside"]]))
+        return cls(**dict(d, inside=[Ran(**r) for r in d["inside"]],
+                          where=[tuple(w) for w in d.get("where", ())]))
 
 
 @dataclass

@@ -111,10 +111,15 @@ class Events:
                 kind = chkwinlog.RAN[w] if w < len(chkwinlog.RAN) else str(w)
                 text = bytes(comm[i]).rstrip(b"\0").decode("ascii", "replace")
                 if w == RAN_SWITCH:
-                    ident, nxt, detail = f"switch to {text}", int(arg[i]), f"pid {int(arg[i])}"
+                    ident, nxt = f"switch to {task_family(text)}", int(arg[i])
+                    detail = f"{text} pid {int(arg[i])}"
                 elif w == RAN_IRQ:
-                    ident = f"irq {symbol(symbols, fn[i])}"
+                    # The number and action tell apart what one handler
+                    # serves (every IPI's ipi_handler, every virtio-mmio
+                    # device's vm_interrupt).
                     name = irq_names.get(int(arg[i]), "")
+                    ident = " ".join(x for x in ("irq", str(int(arg[i])), name,
+                                                 symbol(symbols, fn[i])) if x)
                     nxt, detail = 0, f"irq {int(arg[i])} {name}".rstrip()
                 else:
                     ident = f"{kind} {symbol(symbols, fn[i])}"
@@ -124,8 +129,9 @@ class Events:
             rows = log.rows("irq")
             irq = log.field("irq", "irq", rows)
             for i in range(len(rows)):
-                name = irq_names.get(int(irq[i]), str(int(irq[i])))
-                parts.append((rows[i], f"irq {name}", 0, "irq", f"irq {int(irq[i])}"))
+                name = irq_names.get(int(irq[i]), "")
+                parts.append((rows[i], f"irq {int(irq[i])} {name}".rstrip(), 0, "irq",
+                              f"irq {int(irq[i])}"))
         rows = log.rows("softirq")
         vec = log.field("softirq", "vec", rows)
         for i in range(len(rows)):
@@ -150,11 +156,11 @@ class Events:
             mine = mine[np.argsort(ts[mine], kind="stable")]
             self.by_cpu[int(c)] = (ts[mine], mine)
 
-    def inside(self, cpus, begin, end, tid):
-        """Indexes (into the parallel arrays) of what ran on cpus within
-        [begin, end], by ts, leaving out switches back to the task itself."""
+    def inside(self, spans, tid):
+        """Indexes (into the parallel arrays) of what ran within spans, each
+        (cpu, begin, end), by ts, leaving out switches back to the task itself."""
         out = []
-        for c in cpus:
+        for c, begin, end in spans:
             if c in self.by_cpu:
                 ts, idx = self.by_cpu[c]
                 idx = idx[np.searchsorted(ts, begin, "left"):np.searchsorted(ts, end, "right")]
@@ -162,9 +168,33 @@ class Events:
         out = np.concatenate(out) if out else np.zeros(0, np.int64)
         return out[np.argsort(self.ts[out], kind="stable")]
 
-    def identities(self, cpus, begin, end, tid):
-        """The set of identities (indexes into names) that ran within the span."""
-        return {int(i) for i in self.ident[self.inside(cpus, begin, end, tid)]}
+    def identities(self, spans, tid):
+        """The set of identities (indexes into names) that ran within spans."""
+        return {int(i) for i in self.ident[self.inside(spans, tid)]}
+
+
+def task_family(comm):
+    """A kernel thread's name without its CPU and index (kworker/0:1H,
+    ksoftirqd/1), so one writer is one identity wherever it ran."""
+    return comm.split("/", 1)[0]
+
+
+def where(call_ts, call_cpus, end, end_cpu):
+    """[(cpu, begin, end)]: where the task was over a computation, from its
+    first call to its verdict at end on end_cpu: each CPU from the task's
+    first record there to its first record on the next (a task that
+    migrated is searched on each CPU only while it was there)."""
+    points = sorted(zip((int(t) for t in call_ts), (int(c) for c in call_cpus)))
+    points.append((int(end), int(end_cpu)))
+    out = []
+    for ts, cpu in points:
+        if out and out[-1][0] == cpu:
+            continue
+        if out:
+            out[-1] = (out[-1][0], out[-1][1], ts)
+        out.append((cpu, ts, ts))
+    out[-1] = (out[-1][0], out[-1][1], int(end))
+    return out
 
 
 def coverage(log):
@@ -200,9 +230,10 @@ def computation(events, group_ts, group_cpus, verdict):
     inside it."""
     begin = int(min(group_ts)) if len(group_ts) else int(verdict["ts"])
     cpus = sorted({int(c) for c in group_cpus} | {int(verdict["cpu"])})
-    idx = events.inside(cpus, begin, int(verdict["ts"]), int(verdict["tid"]))
+    spans = where(group_ts, group_cpus, int(verdict["ts"]), int(verdict["cpu"]))
+    idx = events.inside(spans, int(verdict["tid"]))
     return Computation(
-        begin=begin, end=int(verdict["ts"]), cpus=cpus, calls=len(group_ts),
+        begin=begin, end=int(verdict["ts"]), cpus=cpus, calls=len(group_ts), where=spans,
         inside=[Ran(ts=int(events.ts[i]), cpu=int(events.cpu[i]), what=events.what[i],
                     name=events.names[events.ident[i]], detail=events.detail[i])
                 for i in idx])

@@ -54,8 +54,12 @@ struct inflight {
 	__u16 irqs;
 	__u16 window_irqs;	/* arrivals in a window: the call is window-hit */
 	__u8 active;
-	/* A call began here and no verdict came since: switches are recorded. */
-	__u8 open;
+	/*
+	 * The task whose checksum call began here last, until its verdict:
+	 * its switches away are recorded (0: none).  One a CPU: a call of
+	 * another task here takes the gate over.
+	 */
+	__u32 open_tid;
 };
 
 struct {
@@ -143,7 +147,7 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 	f->irqs = 0;
 	f->window_irqs = 0;
 	f->active = 1;
-	f->open = 1;
+	f->open_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
 static __always_inline void fill_chksum(struct chkwin_rec *r, const struct inflight *f,
@@ -240,13 +244,13 @@ static __always_inline void fill_verify(struct chkwin_rec *r, __u8 flags, __u64 
 }
 
 /* One verdict: counted, then recorded (caller and block with F_METADATA). */
-/* A verdict on this CPU ends the computation that fed it: no more switches. */
+/* A task's verdict ends the computation that fed it: no more of its switches. */
 static __always_inline void close_computation(void)
 {
 	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
 
-	if (f)
-		f->open = 0;
+	if (f && f->open_tid == (__u32)bpf_get_current_pid_tgid())
+		f->open_tid = 0;
 }
 
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
@@ -695,8 +699,8 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 
 /*
  * What ran on this CPU without the code it displaced calling it: callbacks,
- * tasklets, work items, and switches away from a task whose checksum work
- * is open.  Recorded when they begin; the span they fall in is the
+ * tasklets, work items, and switches away from the task whose checksum
+ * work is open on this CPU.  Recorded when they begin; the span they fall in is the
  * analysis's business.
  */
 static __always_inline void ran_fn(__u8 what, __u64 fn)
@@ -754,7 +758,7 @@ static __always_inline void fill_ran_switch(struct chkwin_rec *r, struct task_st
 	bpf_probe_read_kernel(r->ran.comm, sizeof(r->ran.comm), next->comm);
 }
 
-/* Only where checksum work is open: every other switch would only fill the ring. */
+/* Only the task with checksum work open: every other switch would only fill the ring. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_away, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -763,7 +767,7 @@ int BPF_PROG(switch_away, bool preempt, struct task_struct *prev, struct task_st
 	if (!wanted())
 		return 0;
 	f = bpf_map_lookup_elem(&inflights, &zero);
-	if (!f || !f->open)
+	if (!f || !f->open_tid || prev->pid != f->open_tid)
 		return 0;
 	count(CHKWIN_CNT_RAN);
 	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,

@@ -119,3 +119,19 @@ def test_a_flight_log_short_of_the_history_never_says_nothing(tmp_path):
             assert [f.diagnosis.kind for f in failures] == full
     assert any(f.history_covered is False for f in
                correlate.Correlation(flight.cut(log, 1)).failures)
+
+
+def test_a_migrated_task_is_searched_on_each_cpu_while_it_was_there():
+    """Calls on CPU 0 at 100 and 200, on CPU 1 at 300, the verdict on CPU 1
+    at 400: CPU 0 from 100 until the task shows up on CPU 1, CPU 1 from
+    then to the verdict."""
+    assert interference.where([100, 200, 300], [0, 0, 1], 400, 1) == \
+        [(0, 100, 300), (1, 300, 400)]
+    assert interference.where([100, 200], [0, 0], 400, 0) == [(0, 100, 400)]
+    assert interference.where([], [], 400, 2) == [(2, 400, 400)]
+
+
+def test_a_kernel_thread_is_one_identity_on_every_cpu():
+    assert {interference.task_family(c) for c in ("kworker/0:1H", "kworker/1:0H",
+                                                   "kworker/u4:2")} == {"kworker"}
+    assert interference.task_family("inode-loop") == "inode-loop"
