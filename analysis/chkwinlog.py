@@ -40,14 +40,16 @@ _WATCH_NAME = re.compile(rb"[A-Za-z0-9_.+:-]{1,127}")
 # The interrupt classes by number, and the probes (trailer lost.PROBE), in
 # the order of bpf/chkwin.h's tables.
 CLASSES = declared.CLASSES
+# What a ran record's what field names, by number.
+RAN = declared.RAN
 PROBES = declared.PROBES
 # What a run did not count, and whether it attached a hook: analysis/declared.py.
 NOT_ATTACHED = declared.NOT_ATTACHED
 hook_attached = declared.hook_attached
 # The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
-RINGS = {"calls": ("chksum", "verify", "iget"), "arrivals": ("irq", "sample"),
-         "blocks": ("block",)}
+RINGS = {"calls": ("chksum", "verify", "iget"),
+         "arrivals": ("irq", "sample", "softirq", "ran"), "blocks": ("block",)}
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
@@ -77,6 +79,13 @@ LEGACY = [
     b"sample pc:x64@0 sp:x64@8 offset:u16@16 class:class8@18 el:u8@19 func:u8@20",
     b"snapshot call_horizon:u64@0 arrival_horizon:u64@8 history:u32@16 calls:u32@20 "
     b"arrivals:u32@24 blocks:u32@28 evicted:u32@32 trigger:type8@36",
+]
+
+# Types version 4 added after version 3's, as this loader writes them (the
+# record table of bpf/chkwin.h; tests/test_logformat.py holds them to it).
+# Older version 4 logs lack them: the analysis reads none there.
+NEWER = [
+    b"ran fn:x64@0 arg:u32@8 what:u8@12 comm:str16@16",
 ]
 
 # Field codes (loader/schema.c): what a reader does with each.
@@ -190,10 +199,19 @@ class Layout:
                        for name, fields in layout.values()}
 
 
+def current_layout():
+    """Version 3's layout and the types added since, as this loader writes
+    them in its record.N lines."""
+    layout = legacy_layout(3)
+    for n, line in enumerate(NEWER, len(layout) + 1):
+        schema_line(layout, n, line)
+    return layout
+
+
 # The layout this reader writes synthetic logs with, and the names the
-# analysis expects: version 3's, which version 4 logs written by this
-# loader carry in their header.
-CURRENT = Layout(legacy_layout(3))
+# analysis expects: what version 4 logs written by this loader carry in
+# their header.
+CURRENT = Layout(current_layout())
 TYPES, TYPE_IDS, DTYPES = CURRENT.types, CURRENT.type_ids, CURRENT.dtypes
 HEAD_DTYPE = _dtype(HEAD_FIELDS)
 
@@ -455,6 +473,19 @@ class Log:
     def callers(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()
                 if k.startswith("caller.")}
+
+    def symbols(self):
+        """{address: "NAME+0xOFF"} of the functions the ran records name:
+        the trailer's sym. lines (a cut log keeps them in its header)."""
+        out = {}
+        for text in (self.header, self.trailer or {}):
+            for k, v in text.items():
+                if k.startswith("sym.0x"):
+                    try:
+                        out[int(k[4:], 16)] = v
+                    except ValueError:
+                        continue
+        return out
 
     def irq_names(self):
         return {int(k.split(".", 1)[1]): v for k, v in self.header.items()

@@ -107,6 +107,7 @@ def cmd_correlate(args):
                "window_hit_outcomes": corr.outcomes_by_caller(),
                "failures_by_kind": {k: {"failures": n, "attributed": a}
                                     for k, (n, a) in corr.by_kind().items()},
+               "diagnoses": corr.diagnoses(),
                "failures": [f.to_json() for f in corr.failures],
                "attributed": corr.attributed()},
               out, indent=1)

@@ -18,11 +18,14 @@ or fed nothing this log sees).  Records come in commit order, so everything
 is sorted by ts.
 """
 
+import dataclasses
+
 import numpy as np
 
 from analysis import chkwinlog
 from analysis import flight
 from analysis import fsgeom
+from analysis import interference
 from analysis.documents import Arrival, Call, Completion, Failure
 from analysis.chkwinlog import CALLER_UNKNOWN, F_COMPLETE, F_METADATA, F_MISMATCH
 
@@ -173,7 +176,7 @@ class Correlation:
         log.check_analysable()
         self.log = log
         self.geometry = geometry
-        self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller"])
+        self.calls = table(log, "chksum", ["end_ns", "cpu", "tid", "caller", "seed", "result"])
         self.arrivals = Arrivals(log, self.calls)
         self.window_calls = np.unique(self.arrivals.call[self.arrivals.window])
         self.failing, self.source = verdicts(log)
@@ -189,22 +192,24 @@ class Correlation:
         self.completions = table(
             log, "block", ["cpu", "sector", "nr_sectors", "dev"],
             lambda r: (log.field("block", "flags", r) & F_COMPLETE) != 0)
-        self.failures = [self._failure(v) for v in self.failing]
+        self.events = interference.Events(log)
+        self.failures = self._diagnosed([self._failure(v) for v in self.failing])
         self.window_outcomes = [self._outcome(int(i)) for i in self.window_calls]
 
     def _verdict_marks(self):
         """Every verdict (verify and iget records): tid, ts, kind and whether
         it failed, sorted by task and ts."""
-        v = table(self.log, "verify", ["tid", "flags", "caller"])
+        v = table(self.log, "verify", ["tid", "cpu", "flags", "caller"])
         n = len(v)
         marks = np.empty(n + len(self.log.rows("iget")),
-                         [("tid", "<u4"), ("ts", "<u8"), ("kind", "<i4"), ("bad", "?")])
-        marks["tid"][:n], marks["ts"][:n] = v["tid"], v["ts"]
+                         [("tid", "<u4"), ("ts", "<u8"), ("cpu", "<u2"), ("kind", "<i4"),
+                          ("bad", "?")])
+        marks["tid"][:n], marks["ts"][:n], marks["cpu"][:n] = v["tid"], v["ts"], v["cpu"]
         marks["kind"][:n] = np.where(v["flags"] & F_METADATA, v["caller"], INODE_KIND)
         marks["bad"][:n] = (v["flags"] & F_MISMATCH) != 0
         del v
-        g = table(self.log, "iget", ["tid", "err"])
-        marks["tid"][n:], marks["ts"][n:] = g["tid"], g["ts"]
+        g = table(self.log, "iget", ["tid", "cpu", "err"])
+        marks["tid"][n:], marks["ts"][n:], marks["cpu"][n:] = g["tid"], g["ts"], g["cpu"]
         marks["kind"][n:] = INODE_KIND
         marks["bad"][n:] = g["err"] == EFSBADCRC
         del g
@@ -236,6 +241,23 @@ class Correlation:
         group = mine[np.searchsorted(begin, prev, "right"):np.searchsorted(begin, ts, "right")]
         group = group[self.calls["end_ns"][group] <= ts]
         return group[self._feeds(self.calls["caller"][group], kind)], prev
+
+    def _chain(self, group):
+        """The calls of a group that chain into its last one, each call's
+        seed the result of the one before (the seed calls of an iget, then
+        the inode's): what computed this object's checksum, without the
+        write-side calls of other objects the task made since its previous
+        verdict, which feed no verdict.  A corruption inside a call keeps
+        the chain (the next call starts from the wrong result)."""
+        if not len(group):
+            return group
+        seeds, results = self.calls["seed"][group], self.calls["result"][group]
+        keep, want = [len(group) - 1], seeds[-1]
+        for j in range(len(group) - 2, -1, -1):
+            if results[j] == want:
+                keep.append(j)
+                want = seeds[j]
+        return group[keep[::-1]]
 
     def _outcome(self, call):
         """What became of one window-hit call's result: (outcome, the kind
@@ -271,6 +293,7 @@ class Correlation:
         c = record(self.log, "chksum", self.calls["row"][call]) if call is not None else None
         metadata = kind != INODE_KIND
         sector, block = self._block(v) if not metadata else (None, None)
+        chain = self._chain(group)
         return Failure(
             kind=kind_name(self.caller_names, kind),
             ino=int(v["ino"]), dev=int(v["dev"]), ts=int(v["ts"]),
@@ -287,7 +310,64 @@ class Correlation:
                 length=int(c["length"]), seed=int(c["seed"]),
                 result=int(c["result"]), irqs=int(c["irqs"])),
             window_arrivals=[self.arrival(i) for i in hits if a.call[i] == call],
-            block_sector=sector, block=block)
+            block_sector=sector, block=block,
+            computation=interference.computation(
+                self.events, self.calls["ts"][chain], self.calls["cpu"][chain], v),
+            diagnosis=None)
+
+    def _diagnosed(self, failures):
+        """The failures with their diagnoses: what ran inside the failing
+        computations of each verdict kind that no window explains and the
+        log's history holds whole, ranked against the good computations of
+        that kind it holds whole."""
+        spans = interference.coverage(self.log)
+        ev = self.events
+        whole = [self._whole(f, spans) for f in failures]
+        suspects, good = {}, {}
+        for kind in {f.kind for f in failures if not f.attributed}:
+            failing = [ev.identities(f.computation.where, f.tid)
+                       for f, w in zip(failures, whole)
+                       if f.kind == kind and not f.attributed and w]
+            good[kind] = self._good_computations(kind, spans)
+            suspects[kind] = interference.rank(failing, good[kind], ev.names)
+        return [dataclasses.replace(f, diagnosis=interference.diagnose(
+            f, suspects.get(f.kind, []), len(good.get(f.kind, ())), w))
+            for f, w in zip(failures, whole)]
+
+    @staticmethod
+    def _whole(f, spans):
+        """Whether the log holds a failure's whole computation: its calls
+        back to the task's previous verdict (history_covered: the calls
+        ring may have lost the first of them, and the group shrinks to what
+        is left), at least one call, and what ran on each of its CPUs over
+        its span."""
+        c = f.computation
+        return (f.history_covered is not False and c.calls > 0
+                and interference.covered(spans, c.cpus, c.begin, c.end))
+
+    def _good_computations(self, kind, spans):
+        """The identity sets of the computations of this verdict kind that
+        matched and whose span the log's history covers."""
+        m = self._marks
+        want = np.nonzero(~m["bad"])[0]
+        out = []
+        for k in want:
+            mark = m[k]
+            if kind_name(self.caller_names, int(mark["kind"])) != kind:
+                continue
+            group, prev = self._group(mark, int(mark["kind"]))
+            group = self._chain(group)
+            if not len(group) or (spans is not None and not prev):
+                continue
+            begin, end = int(self.calls["ts"][group].min()), int(mark["ts"])
+            cpus = sorted({int(c) for c in self.calls["cpu"][group]} | {int(mark["cpu"])})
+            # From the previous verdict: a ring that lost the group's first
+            # calls would leave a shorter group that looks covered.
+            if interference.covered(spans, cpus, prev if spans is not None else begin, end):
+                out.append(self.events.identities(
+                    interference.where(self.calls["ts"][group], self.calls["cpu"][group],
+                                       end, int(mark["cpu"])), int(mark["tid"])))
+        return out
 
     def by_kind(self):
         """{kind: (failures, attributed)}."""
@@ -295,6 +375,18 @@ class Correlation:
         for f in self.failures:
             n, a = out.get(f.kind, (0, 0))
             out[f.kind] = (n + 1, a + f.attributed)
+        return out
+
+    def diagnoses(self):
+        """{diagnosis kind: failures}, and each interference failure's first
+        suspect counted under "first suspects"."""
+        out = {}
+        for f in self.failures:
+            out[f.diagnosis.kind] = out.get(f.diagnosis.kind, 0) + 1
+            if f.diagnosis.suspects:
+                first = out.setdefault("first suspects", {})
+                name = f.diagnosis.suspects[0].name
+                first[name] = first.get(name, 0) + 1
         return out
 
     def arrival(self, i):

@@ -3,6 +3,8 @@ and counters (its CHKWIN_*_TABLE X-macros), read from the header itself,
 so that the analysis names and counts what the loader does.
 
     declared.CLASSES        ["window", ..., "unknown"]: enum chkwin_class
+    declared.RAN            ["irq", "hrtimer", ...]: enum chkwin_ran_kind, a ran
+                            record's what
     declared.PROBES         ["chksum", ..., "snapshot"]: lost.PROBE
     declared.HOOKS          [Hook(name, probe, help)]: mode.NAME, --no-NAME
     declared.COUNTERS       [(key, needs)] in enum chkwin_counter order: the
@@ -109,6 +111,7 @@ class Declared:
         self._hooks = {NAME: name for NAME, name, _, _ in hooks}
         self.conditions = self._conditions(src)
         self.CLASSES = [name for _, name in classes]
+        self.RAN = [name for _, name in self._table(src, "CHKWIN_RAN_TABLE", 2)]
         self.PROBES = list(self._probes.values())
         self.HOOKS = [Hook(name, self._probe(probe, name), self._help(help_, name))
                       for _, name, probe, help_ in hooks]
@@ -194,6 +197,6 @@ class Declared:
 
 
 DECLARED = Declared(HEADER)
-CLASSES, PROBES, HOOKS, COUNTERS = (DECLARED.CLASSES, DECLARED.PROBES, DECLARED.HOOKS,
-                                    DECLARED.COUNTERS)
+CLASSES, RAN, PROBES, HOOKS, COUNTERS = (DECLARED.CLASSES, DECLARED.RAN, DECLARED.PROBES,
+                                         DECLARED.HOOKS, DECLARED.COUNTERS)
 not_attached = DECLARED.not_attached

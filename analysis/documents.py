@@ -371,6 +371,66 @@ class Completion:
 
 
 @dataclass
+class Ran:
+    """Something that ran inside a failing computation (analysis/interference.py):
+    what (irq, softirq, hrtimer, timer, tasklet, work, switch), its
+    identity ("timer ext4_chksum_percpu_scrub") and what else its record says."""
+    ts: int
+    cpu: int
+    what: str
+    name: str
+    detail: str
+
+
+@dataclass
+class Computation:
+    """A failure's whole computation: from its group's first call to the
+    verdict, on the CPUs its calls and verdict ran on."""
+    begin: int
+    end: int
+    cpus: list[int]
+    calls: int
+    inside: list[Ran]
+    # (cpu, begin, end): where the task was, each CPU while it was there
+    where: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**dict(d, inside=[Ran(**r) for r in d["inside"]],
+                          where=[tuple(w) for w in d.get("where", ())]))
+
+
+@dataclass
+class Suspect:
+    """An identity that ran inside failing computations: in how many (and
+    what share) of the failing ones of its kind, and of the good ones the
+    log covers (None: no good one)."""
+    name: str
+    failing: int
+    failing_share: float
+    good: int
+    good_share: float | None
+    p: float | None = None      # one-sided Fisher exact, failing against good
+
+
+@dataclass
+class Diagnosis:
+    """Why a failure failed, as far as the log can say (analysis/
+    interference.py): window, interference (suspects ranked, first the
+    likeliest), undecided (what ran, none accused), nothing (then remains
+    says what is left) or not covered."""
+    kind: str
+    words: str
+    suspects: list[Suspect]
+    good_computations: int
+    remains: str | None
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(**dict(d, suspects=[Suspect(**x) for x in d["suspects"]]))
+
+
+@dataclass
 class Failure(Record):
     """A checksum verdict that failed, traced back to the calls that fed
     it (analysis/correlate.py); the fields in the order the JSON has them."""
@@ -391,12 +451,18 @@ class Failure(Record):
     window_arrivals: list[Arrival]
     block_sector: int | None
     block: Completion | None
+    computation: Computation | None     # None in JSON from before it was kept
+    diagnosis: Diagnosis | None     # None until ranked together, or from older JSON
 
     @classmethod
     def from_json(cls, d):
         return cls(**dict(d, call=None if d["call"] is None else Call(**d["call"]),
                           window_arrivals=[Arrival(**a) for a in d["window_arrivals"]],
-                          block=None if d["block"] is None else Completion(**d["block"])))
+                          block=None if d["block"] is None else Completion(**d["block"]),
+                          computation=None if d.get("computation") is None
+                          else Computation.from_json(d["computation"]),
+                          diagnosis=None if d.get("diagnosis") is None
+                          else Diagnosis.from_json(d["diagnosis"])))
 
     def csv_row(self):
         """The failure flattened to FAILURE_CSV's columns: its first window
@@ -410,11 +476,15 @@ class Failure(Record):
                 w.offset_ns if w else "", w.position if w else "",
                 "" if self.block_sector is None else self.block_sector,
                 b.ts if b else "", b.cpu if b else "", b.latency_ns if b else "",
-                int(b.cross_cpu) if b else ""]
+                int(b.cross_cpu) if b else "",
+                self.diagnosis.kind if self.diagnosis else "",
+                self.diagnosis.suspects[0].name
+                if self.diagnosis and self.diagnosis.suspects else ""]
 
 
 FAILURE_CSV = ["ino", "kind", "meta_block", "dev", "ts", "cpu", "tid", "source",
                "attributed", "group_calls",
                "call_caller", "call_ts", "call_end_ns", "window_arrival_ts",
                "window_arrival_offset_ns", "window_arrival_position",
-               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu"]
+               "block_sector", "block_ts", "block_cpu", "latency_ns", "cross_cpu",
+               "diagnosis", "first_suspect"]

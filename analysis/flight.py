@@ -2,7 +2,7 @@
 
 bpf/flight.bpf.h keeps, per CPU, a ring of the last K checksum calls and
 verdicts (chksum, verify, iget records) and one of the last K arrivals
-(irq, sample), and one ring of the last K block completions for all CPUs.
+(irq, sample, softirq, ran), and one ring of the last K block completions for all CPUs.
 A verify mismatch or an iget returning -EFSBADCRC is pushed into its ring,
 then snapshots it: a snapshot record, then whatever that CPU's two rings
 and the blocks ring hold that no earlier snapshot sent.  cut() does the
@@ -23,12 +23,12 @@ BLOCKS = (-1, 2)     # the ring key of the shared blocks ring
 
 
 def _pushed(log):
-    """When each record went into its ring: a checksum call and an irq
-    when they ended (their ts is when they began), the rest at ts.  Per
+    """When each record went into its ring: a checksum call, an irq and a
+    softirq when they ended (their ts is when they began), the rest at ts.  Per
     CPU this is the order the BPF side pushes in, whatever order the file
     has (a synthetic log's, or commit order across CPUs)."""
     at = log.heads()["ts"].astype(np.int64)
-    for kind in ("chksum", "irq"):
+    for kind in ("chksum", "irq", "softirq"):
         rows = log.rows(kind)
         at[rows] = log.field(kind, "end_ns", rows)
     return at
@@ -96,7 +96,9 @@ def cut(log, history):
         out.append(snap.view(np.uint8).reshape(1, -1))
         out.extend(log.records[p] for p in parts)
     records = np.concatenate(out) if out else np.zeros((0, chkwinlog.REC_SIZE), np.uint8)
-    header = dict(log.header, record="failures", history=str(history))
+    # The functions' names stay with the records that name them.
+    symbols = {k: v for k, v in (log.trailer or {}).items() if k.startswith("sym.")}
+    header = dict(log.header, record="failures", history=str(history), **symbols)
     return chkwinlog.Log(header, None, records, "complete", 0, "cut down", chkwinlog.VERSION,
                          log.layout)
 

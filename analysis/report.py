@@ -66,7 +66,7 @@ def _md_table(rows):
 
 def failure_rows(corr):
     rows = [["kind", "inode", "block", "verdict ts (ns)", "cpu", "call", "window arrivals",
-             "block completion cpu", "latency (ms)", "cross-CPU"]]
+             "block completion cpu", "latency (ms)", "cross-CPU", "diagnosis"]]
     known = corr.log.window_known()
     for f in corr.failures:
         b = f.block
@@ -76,8 +76,24 @@ def failure_rows(corr):
                       or "none") if known else "unknown (no window symbols)",
                      b.cpu if b else "-",
                      f"{b.latency_ns / 1e6:.3f}" if b else "-",
-                     b.cross_cpu if b else "-"])
+                     b.cross_cpu if b else "-", diagnosis_text(f.diagnosis)])
     return rows
+
+
+def diagnosis_text(d):
+    """One cell: the diagnosis in words, and the first suspects with their
+    shares of failing and good computations and their p."""
+    if d is None:
+        return "-"
+    if d.kind == "nothing":
+        return f"{d.words} ({d.remains})"
+    if not d.suspects:
+        return d.words
+    return d.words + ": " + "; ".join(
+        f"{s.name} ({s.failing_share:.0%} of failing, "
+        + (f"{s.good_share:.0%} of {d.good_computations} good, p {s.p:.2g})"
+           if s.good_share is not None else "no good one covered)")
+        for s in d.suspects[:3])
 
 
 def _name(path, outdir):

@@ -58,12 +58,15 @@ def main():
     ap.add_argument("--window", default="off", choices=["off", "gcc49"])
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--shift", type=int, default=4)
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="the record modes to boot, comma-separated")
     args = ap.parse_args()
-    if args.seconds < 1:
-        ap.error("--seconds must be at least 1")
+    modes = [m for m in args.modes.split(",") if m]
+    if args.seconds < 1 or not modes or not set(modes) <= set(MODES):
+        ap.error(f"--seconds must be at least 1, --modes among {','.join(MODES)}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="event-cost-") as tmp:
-        for mode in MODES:
+        for mode in modes:
             rows += program_rows(mode, boot(pathlib.Path(tmp) / mode, mode, args), args.shift)
     print_section("event-cost",
                   "What each BPF program costs, from the kernel's BPF statistics "

@@ -54,6 +54,12 @@ struct inflight {
 	__u16 irqs;
 	__u16 window_irqs;	/* arrivals in a window: the call is window-hit */
 	__u8 active;
+	/*
+	 * The task whose checksum call began here last, until its verdict:
+	 * its switches away are recorded (0: none).  One a CPU: a call of
+	 * another task here takes the gate over.
+	 */
+	__u32 open_tid;
 };
 
 struct {
@@ -141,6 +147,7 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 	f->irqs = 0;
 	f->window_irqs = 0;
 	f->active = 1;
+	f->open_tid = (__u32)bpf_get_current_pid_tgid();
 }
 
 static __always_inline void fill_chksum(struct chkwin_rec *r, const struct inflight *f,
@@ -237,10 +244,21 @@ static __always_inline void fill_verify(struct chkwin_rec *r, __u8 flags, __u64 
 }
 
 /* One verdict: counted, then recorded (caller and block with F_METADATA). */
+/* A task's verdict ends the computation that fed it: no more of its switches. */
+static __always_inline void close_computation(void)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+
+	if (f && f->open_tid == (__u32)bpf_get_current_pid_tgid())
+		f->open_tid = 0;
+}
+
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
 				    __u8 flags, __u16 caller, __u64 block)
 {
 	__u64 ts = bpf_ktime_get_ns();
+
+	close_computation();
 
 	count(CHKWIN_CNT_VERIFY);
 	if (stored != computed)
@@ -285,6 +303,8 @@ static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 {
 	__s64 err = ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
 	__u64 ts = bpf_ktime_get_ns();
+
+	close_computation();
 
 	count(CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
@@ -520,10 +540,11 @@ int BPF_PROG(ipi_entry, const char *reason)
 	return 0;
 }
 
-static __always_inline void fill_irq(struct chkwin_rec *r, const struct arrival *a, int irq)
+static __always_inline void fill_irq(struct chkwin_rec *r, const struct arrival *a, int irq,
+				     __u64 end)
 {
 	r->h.flags = CHKWIN_F_HANDLED | (a->in_chksum ? CHKWIN_F_IN_CHKSUM : 0);
-	r->irq.end_ns = bpf_ktime_get_ns();
+	r->irq.end_ns = end;
 	r->irq.pc = a->pc;
 	r->irq.sp = a->sp;
 	r->irq.irq = irq;
@@ -534,12 +555,21 @@ static __always_inline void fill_irq(struct chkwin_rec *r, const struct arrival 
 	__builtin_memcpy(r->irq.ipi, a->ipi, sizeof(r->irq.ipi));
 }
 
+static __always_inline void fill_ran(struct chkwin_rec *r, __u8 what, __u64 fn, __u32 arg)
+{
+	r->ran.what = what;
+	r->ran.fn = fn;
+	r->ran.arg = arg;
+}
+
+
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
 	struct arrival *a;
 	struct inflight *f;
 	struct place p;
+	__u64 end;
 
 	if (floor_only)
 		return 0;
@@ -568,8 +598,15 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 		if (a->class == CHKWIN_CLASS_WINDOW)
 			f->window_irqs++;
 	}
+	end = bpf_ktime_get_ns();
 	rec_write(CHKWIN_REC_IRQ, a->ts, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_irq, a,
-		  irq);
+		  irq, end);
+	/*
+	 * Which handler it was, which the irq number alone does not say; its
+	 * ts is the irq record's end_ns, so the two pair up.
+	 */
+	rec_write(CHKWIN_REC_RAN, end, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_ran,
+		  CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_IRQ, a->ts);
@@ -606,7 +643,7 @@ int BPF_PROG(softirq_exit, unsigned int vec)
 	if (!begin || !*begin)
 		return 0;
 	count(CHKWIN_CNT_SOFTIRQ);
-	rec_write(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_NONE,
+	rec_write(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_ARRIVALS,
 		  fill_softirq, vec);
 	*begin = 0;
 	return 0;
@@ -657,6 +694,84 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 {
 	if (wanted())
 		block_event(rq, true, error);
+	return 0;
+}
+
+/*
+ * What ran on this CPU without the code it displaced calling it: callbacks,
+ * tasklets, work items, and switches away from the task whose checksum
+ * work is open on this CPU.  Recorded when they begin; the span they fall in is the
+ * analysis's business.
+ */
+static __always_inline void ran_fn(__u8 what, __u64 fn)
+{
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
+		  fill_ran, what, fn, 0);
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(hrtimer_entry, struct hrtimer *timer)
+{
+	if (wanted())
+		ran_fn(CHKWIN_RAN_HRTIMER, (__u64)timer->function);
+	return 0;
+}
+
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(timer_entry, struct timer_list *timer)
+{
+	if (wanted())
+		ran_fn(CHKWIN_RAN_TIMER, (__u64)timer->function);
+	return 0;
+}
+
+/* (tasklet, func) since 6.0, where the tracepoint came; the loader checks. */
+SEC("tp_btf/tasklet_entry")
+int tasklet_entry(u64 *ctx)
+{
+	if (wanted())
+		ran_fn(CHKWIN_RAN_TASKLET, ctx[1]);
+	return 0;
+}
+
+static __always_inline void fill_ran_work(struct chkwin_rec *r, __u64 fn)
+{
+	fill_ran(r, CHKWIN_RAN_WORK, fn, 0);
+	bpf_get_current_comm(r->ran.comm, sizeof(r->ran.comm));
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(work_start, struct work_struct *work)
+{
+	if (!wanted())
+		return 0;
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
+		  fill_ran_work, (__u64)work->func);
+	return 0;
+}
+
+static __always_inline void fill_ran_switch(struct chkwin_rec *r, struct task_struct *next)
+{
+	fill_ran(r, CHKWIN_RAN_SWITCH, 0, next->pid);
+	bpf_probe_read_kernel(r->ran.comm, sizeof(r->ran.comm), next->comm);
+}
+
+/* Only the task with checksum work open: every other switch would only fill the ring. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(switch_away, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct inflight *f;
+
+	if (!wanted())
+		return 0;
+	f = bpf_map_lookup_elem(&inflights, &zero);
+	if (!f || !f->open_tid || prev->pid != f->open_tid)
+		return 0;
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
+		  fill_ran_switch, next);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 /* Instruction slots (4 bytes each) per checksum function in the histogram. */
 #define CHKWIN_HIST_SLOTS	256
 #define CHKWIN_IPI_NAME_LEN	14
+#define CHKWIN_COMM_LEN		16
 #define CHKWIN_REC_SIZE		64
 
 /*
@@ -70,7 +71,8 @@ struct chkwin_watched {
 	R(SOFTIRQ, softirq)	/* one softirq vector run */		\
 	R(BLOCK, block)		/* a block request issued or completed */ \
 	R(SAMPLE, sample)	/* a cpu-clock sampler tick */		\
-	R(SNAPSHOT, snapshot)	/* --record failures: a history snapshot follows */
+	R(SNAPSHOT, snapshot)	/* --record failures: a history snapshot follows */ \
+	R(RAN, ran)		/* what ran on a CPU without its code calling it */
 
 #define CHKWIN_CHKSUM_FIELDS(F, r)					\
 	F(r, __u64, end_ns, , DEC, ALWAYS)				\
@@ -143,6 +145,39 @@ struct chkwin_watched {
 	F(r, __u32, evicted, , DEC, ALWAYS) /* overwritten before a snapshot took them */ \
 	F(r, __u8, trigger, , TYPE, ALWAYS)	/* the failing record's type */
 
+/*
+ * What ran on a CPU that the code it interrupted or displaced did not
+ * call: the identity of each interrupt handler, callback, work item and
+ * task switch, so that a failure's computation can be read whole.  Kept
+ * in the CPU's arrivals ring (enum chkwin_ring); ts is when it began (an
+ * irq handler's: when it returned, its irq record's end_ns).
+ */
+#define CHKWIN_RAN_FIELDS(F, r)						\
+	F(r, __u64, fn, , HEX, ALWAYS)	/* the function that ran, 0: none (switch) */ \
+	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid */ \
+	F(r, __u8, what, , DEC, ALWAYS)	/* enum chkwin_ran_kind, CHKWIN_RAN_TABLE */ \
+	F(r, __u8, pad, [3], PAD, ALWAYS)				\
+	/* work, switch: the task (an irq's action is named by the header's irq.N) */ \
+	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS)
+
+/*
+ * The kinds of ran record, each K(NAME, name) in the order of their
+ * numbers (the what field), and the tracepoint that reports each.
+ */
+#define CHKWIN_RAN_TABLE(K)						\
+	K(IRQ, irq)		/* irq_handler_exit: the handler that claimed it (ts: its exit, the irq record's end_ns) */ \
+	K(HRTIMER, hrtimer)	/* hrtimer_expire_entry: the callback */ \
+	K(TIMER, timer)		/* timer_expire_entry: the callback (softirq) */ \
+	K(TASKLET, tasklet)	/* tasklet_entry: the function (softirq) */ \
+	K(WORK, work)		/* workqueue_execute_start: the work function */ \
+	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */
+
+#define CHKWIN_RAN_ENUM(NAME, name) CHKWIN_RAN_##NAME,
+enum chkwin_ran_kind {
+	CHKWIN_RAN_TABLE(CHKWIN_RAN_ENUM)
+	CHKWIN_RAN_KINDS,
+};
+
 #define CHKWIN_REC_ENUM(TYPE, name) CHKWIN_REC_##TYPE,
 enum chkwin_rec_type {
 	CHKWIN_REC_NONE,
@@ -189,6 +224,7 @@ enum chkwin_class {
 	P(SOFTIRQ, softirq, 0)						\
 	P(BLOCK, block, 0)						\
 	P(SAMPLE, sample, 0)						\
+	P(RAN, ran, 0)							\
 	/* history records a snapshot could not send; no hook feeds it */ \
 	P(SNAPSHOT, snapshot, CHKWIN_NEED_FAILURES)
 
@@ -209,7 +245,13 @@ enum chkwin_class {
 	H(SOFTIRQ, softirq, SOFTIRQ, "No softirq runs")		\
 	H(BLOCK, block, BLOCK, "No block requests")			\
 	/* the cpu-clock sampler: on with -F */				\
-	H(SAMPLE, sample, SAMPLE, NULL)
+	H(SAMPLE, sample, SAMPLE, NULL)					\
+	/* what ran inside the computations (ran records), one hook a tracepoint */ \
+	H(HRTIMER, hrtimer, RAN, "No hrtimer callbacks")		\
+	H(TIMER, timer, RAN, "No timer callbacks")			\
+	H(TASKLET, tasklet, RAN, "No tasklets")				\
+	H(WORK, work, RAN, "No workqueue items")			\
+	H(SWITCH, switch, RAN, "No task switches")
 
 /*
  * CHKWIN_COUNTER_TABLE(C): the per-CPU counters, each C(NAME, name,
@@ -256,7 +298,9 @@ enum chkwin_class {
 	 * the stack, their sp is 0 */					\
 	C(IRQ_PC_STACK, irq_pc_stack, CHKWIN_NEED_IRQ | CHKWIN_NEED_IRQ_PC_KPROBE) \
 	/* interrupt arrivals that were IPIs (ipi_entry gave them their kind) */ \
-	C(IPI, ipi, CHKWIN_NEED_HOOK_IPI)
+	C(IPI, ipi, CHKWIN_NEED_HOOK_IPI)				\
+	/* what ran: handlers, callbacks, work items, switches (ran records) */ \
+	C(RAN, ran, CHKWIN_NEED_RAN)
 
 #define CHKWIN_CLASS_COUNTS(G)						\
 	G(IRQ_CLASS, irq, CHKWIN_NEED_IRQ)	/* interrupt arrivals */ \
@@ -319,16 +363,15 @@ enum chkwin_record_mode {
 
 /*
  * The flight recorder's rings: per CPU the last K checksum calls and
- * verdicts (chksum, verify, iget records) and the last K interrupt
- * arrivals (irq, sample); one ring of the last K block completions shared
- * by all CPUs, since a completion may land on any CPU.
+ * verdicts (chksum, verify, iget records) and the last K of what arrived
+ * or ran on it (irq, sample, softirq, ran); one ring of the last K block
+ * completions shared by all CPUs, since a completion may land on any CPU.
  */
 enum chkwin_ring {
 	CHKWIN_RING_CALLS,
 	CHKWIN_RING_ARRIVALS,
 	CHKWIN_RING_BLOCKS,
 	CHKWIN_RINGS,
-	CHKWIN_RING_NONE = CHKWIN_RINGS,	/* not kept in failures mode */
 };
 
 #define CHKWIN_HISTORY_MAX	65536

@@ -72,8 +72,7 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 /*
  * A record is written where it goes, never built on the stack first:
  * reserved in the ring (-R all), in its history ring's next slot (-R
- * failures), or nowhere (-R counts, or a record no history ring keeps):
- * then nothing is built.  fill(r, ...) writes the payload in place.  A
+ * failures), or nowhere (-R counts): then nothing is built.  fill(r, ...) writes the payload in place.  A
  * full ring counts as the probe's loss.  A macro, not a function, so that
  * the verifier sees each reservation checked once and submitted on the
  * same path.
@@ -93,8 +92,7 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 				fill(r_, __VA_ARGS__);				\
 				bpf_ringbuf_submit(r_, wakeup_flag(0));		\
 			}							\
-		} else if (record_mode == CHKWIN_RECORD_FAILURES &&		\
-			   (ring) != CHKWIN_RING_NONE) {			\
+		} else if (record_mode == CHKWIN_RECORD_FAILURES) {		\
 			cpu_ = bpf_get_smp_processor_id();			\
 			r_ = history_slot(ring, cpu_);				\
 			if (r_) {						\

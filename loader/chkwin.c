@@ -18,6 +18,7 @@
 
 #include "chkwin.skel.h"
 #include "header.h"
+#include "kallsyms.h"
 #include "logfile.h"
 #include "names.h"
 #include "opts.h"
@@ -51,6 +52,9 @@ struct run {
 	struct chkwin_log_writer *log;
 	struct ring_buffer *rb;
 	uint64_t seen[CHKWIN_REC_TYPES];
+	/* The distinct functions ran records named, for the trailer's sym. lines. */
+	uint64_t *fns;
+	size_t nfns, fns_cap;
 	uint64_t bad_size;
 	uint64_t started;	/* CLOCK_MONOTONIC ns when recording began */
 	int ncpus;
@@ -138,6 +142,11 @@ static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
 				  block && p->record != CHKWIN_RECORD_FAILURES);
 	bpf_program__set_autoload(s->progs.block_rq_complete, block);
 	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, HOOK_SAMPLE));
+	bpf_program__set_autoload(s->progs.hrtimer_entry, chkwin_plan_on(p, HOOK_HRTIMER));
+	bpf_program__set_autoload(s->progs.timer_entry, chkwin_plan_on(p, HOOK_TIMER));
+	bpf_program__set_autoload(s->progs.tasklet_entry, chkwin_plan_on(p, HOOK_TASKLET));
+	bpf_program__set_autoload(s->progs.work_start, chkwin_plan_on(p, HOOK_WORK));
+	bpf_program__set_autoload(s->progs.switch_away, chkwin_plan_on(p, HOOK_SWITCH));
 }
 
 /* What the plan loads and attaches in this record mode, one line. */
@@ -290,6 +299,57 @@ static void detach_all(struct run *r)
 		bpf_link__destroy(r->links[--r->nlinks]);
 }
 
+/* A function a ran record named, kept once: distinct ones are few. */
+static int note_fn(struct run *r, uint64_t fn)
+{
+	size_t i;
+
+	for (i = 0; i < r->nfns; i++)
+		if (r->fns[i] == fn)
+			return 0;
+	if (r->nfns == r->fns_cap) {
+		size_t cap = r->fns_cap ? 2 * r->fns_cap : 64;
+		uint64_t *more = realloc(r->fns, cap * sizeof(*more));
+
+		if (!more) {
+			fprintf(stderr, "chkwin: error: out of memory for the functions that ran\n");
+			return -ENOMEM;
+		}
+		r->fns = more;
+		r->fns_cap = cap;
+	}
+	r->fns[r->nfns++] = fn;
+	return 0;
+}
+
+/*
+ * sym.0xADDR=NAME+0xOFF trailer lines: the functions the ran records
+ * named, placed in the running kernel's symbols, so that the log needs no
+ * symbol file to be read.
+ */
+static int symbol_lines(const struct run *r, struct text *t)
+{
+	struct ksyms ks;
+	size_t i;
+
+	if (!r->nfns)
+		return 0;
+	if (ksyms_load(&ks, r->opts->kallsyms)) {
+		fprintf(stderr, "chkwin: error: cannot read kernel symbols from %s for the "
+			"functions that ran\n", r->opts->kallsyms);
+		return -EIO;
+	}
+	for (i = 0; i < r->nfns; i++) {
+		const struct ksym *s = ksyms_at(&ks, r->fns[i]);
+
+		if (s)
+			text_add(t, "sym.0x%llx=%s+0x%llx\n", (unsigned long long)r->fns[i],
+				 s->name, (unsigned long long)(r->fns[i] - s->addr));
+	}
+	ksyms_free(&ks);
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct run *r = ctx;
@@ -301,6 +361,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	if (rec->h.type < CHKWIN_REC_TYPES)
 		r->seen[rec->h.type]++;
+	if (rec->h.type == CHKWIN_REC_RAN && rec->ran.fn && note_fn(r, rec->ran.fn))
+		return -ENOMEM;
 	return r->log ? chkwin_log_add(r->log, rec) : 0;
 }
 
@@ -433,7 +495,9 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 		chkwin_summary_hist(sum, &r->plan, hist);
 	if (!err && r->log) {
 		chkwin_trailer_text(&t, &r->plan, r->seen, &counts, watch, hist, now_ns(), ending);
-		err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
+		err = symbol_lines(r, &t);
+		if (!err)
+			err = t.failed ? -ENOMEM : chkwin_log_trailer(r->log, t.buf);
 		text_free(&t);
 	}
 	if (!err)
@@ -592,6 +656,7 @@ out:
 	if (r.stats_fd >= 0)
 		close(r.stats_fd);
 	ring_buffer__free(r.rb);
+	free(r.fns);
 	chkwin_bpf__destroy(r.skel);
 	if (r.log && chkwin_log_close(r.log) && !err)
 		err = -EIO;

@@ -131,6 +131,22 @@ static const struct ksym *find(const struct ksyms *k, const char *name)
 	return i < k->count ? k->by_name[i] : NULL;
 }
 
+const struct ksym *ksyms_at(const struct ksyms *k, uint64_t addr)
+{
+	size_t lo = 0, hi = k->count;
+
+	/* The first symbol above addr, by halving; the one before it holds addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &k->syms[lo - 1] : NULL;
+}
+
 uint64_t ksyms_addr(const struct ksyms *k, const char *name)
 {
 	const struct ksym *s = find(k, name);

@@ -48,6 +48,8 @@ const struct ksym *ksyms_text_in(const struct ksyms *k, const char *name,
  */
 const struct ksym *ksyms_pick_near(const struct ksyms *k, const char *name,
 				   const char *marker);
+/* The symbol at or below addr (the function holding it), or NULL. */
+const struct ksym *ksyms_at(const struct ksyms *k, uint64_t addr);
 /* Whether any symbol belongs to module (it is loaded). */
 int ksyms_has_module(const struct ksyms *k, const char *module);
 

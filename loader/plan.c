@@ -276,6 +276,13 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 
 	if (o->off[HOOK_IGET]) {
 		p->mode[HOOK_IGET] = "off";
+	} else if (o->record == CHKWIN_RECORD_FAILURES && !strcmp(p->mode[HOOK_VERIFY], "tp_btf")) {
+		/*
+		 * The verdict tracepoint sees every inode verdict first, and its
+		 * mismatch snapshots: iget's kprobe pair would only cost.
+		 */
+		p->mode[HOOK_IGET] = CHKWIN_NOT_ATTACHED
+			" (-R failures: ext4_inode_csum_verify gives every inode verdict)";
 	} else if (!ksyms_addr(ks, "__ext4_iget")) {
 		return failed(p, "no %s in kallsyms (is ext4 loaded?)", "__ext4_iget");
 	} else if (o->mode != ATTACH_FALLBACK && fexit_attaches(kb, "__ext4_iget")) {
@@ -313,9 +320,6 @@ static int plan_irq_context(const struct chkwin_opts *o, const struct kernel_btf
 
 	if (o->off[HOOK_SOFTIRQ])
 		p->mode[HOOK_SOFTIRQ] = "off";
-	else if (o->record == CHKWIN_RECORD_FAILURES)
-		/* Softirqs only feed a counter there, and the history keeps none. */
-		p->mode[HOOK_SOFTIRQ] = CHKWIN_NOT_ATTACHED " (-R failures keeps no softirq)";
 	else if (has_tp(kb, "softirq_entry") && has_tp(kb, "softirq_exit"))
 		p->mode[HOOK_SOFTIRQ] = "tp_btf";
 	else
@@ -374,6 +378,43 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	return plan_irq_context(o, kb, p);
 }
 
+/*
+ * What ran inside the computations: one tracepoint a hook, each planned
+ * where the kernel has it (absent otherwise).  Only the records need
+ * them: -R counts leaves them out.
+ */
+static const struct {
+	enum chkwin_hook hook;
+	const char *tp;
+	int arity;		/* parameters the program reads, at least */
+} ran_tps[] = {
+	{ HOOK_HRTIMER, "hrtimer_expire_entry", 1 },
+	{ HOOK_TIMER, "timer_expire_entry", 1 },
+	/* Its function is the second parameter (6.0 on, where it came). */
+	{ HOOK_TASKLET, "tasklet_entry", 2 },
+	{ HOOK_WORK, "workqueue_execute_start", 1 },
+	{ HOOK_SWITCH, "sched_switch", 3 },
+};
+
+static void plan_ran(const struct chkwin_opts *o, const struct kernel_btf *kb,
+		     struct chkwin_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ran_tps) / sizeof(ran_tps[0]); i++) {
+		enum chkwin_hook h = ran_tps[i].hook;
+
+		if (o->off[h])
+			p->mode[h] = "off";
+		else if (o->record == CHKWIN_RECORD_COUNTS)
+			p->mode[h] = CHKWIN_NOT_ATTACHED " (-R counts keeps no ran records)";
+		else if (tp_arity(kb, ran_tps[i].tp) >= ran_tps[i].arity)
+			p->mode[h] = "tp_btf";
+		else
+			p->mode[h] = "absent";
+	}
+}
+
 static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		      struct chkwin_plan *p)
 {
@@ -427,6 +468,7 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 		err = plan_irq(o, &kb, &ks, p);
 	if (!err)
 		err = plan_block(o, &kb, p);
+	plan_ran(o, &kb, p);
 	p->mode[HOOK_SAMPLE] = o->sample_hz ? "perf_event" : "off";
 	/* A snapshot walks its rings with bpf_loop (5.17). */
 	if (!err && o->record == CHKWIN_RECORD_FAILURES &&

@@ -38,7 +38,11 @@ pytestmark = [pytest.mark.guest, pytest.mark.hostclock,
               pytest.mark.xdist_group("recorded-gcc49")]
 
 FAILURE_RE = re.compile(r"inode #(\d+): comm \S+: iget: checksum invalid")
-HISTORY = 256
+# Each sampler tick at 20 kHz leaves four records in the arrivals ring (the
+# sample, the irq, its handler's and the sampler hrtimer's ran records),
+# twice as many as before ran records: 512 reaches as far back as 256 did,
+# across a failing call that took 73 interrupts on a loaded host.
+HISTORY = 512
 
 
 @pytest.fixture(scope="module")
@@ -71,15 +75,18 @@ def test_every_printed_failure_is_attributed_from_snapshots(flight_run):
         assert f.window_arrivals and all(a.cpu == f.cpu for a in f.window_arrivals)
         assert f.call.cpu == f.cpu, f
     # Nothing lost, every failure snapshotted, and only snapshots sent;
-    # softirqs and block issues, which would only feed counters, are not
+    # block issues and iget results, which would only feed counters (the
+    # verdict tracepoint sees every inode verdict first), are not
     # attached in this mode.
-    assert_nothing_lost(log.trailer, {"softirq"})
-    assert log.trailer["count.softirq"] == log.trailer["count.block"] == "not-attached"
-    assert log.header["mode.softirq"].startswith("not-attached")
+    assert_nothing_lost(log.trailer, {"iget"})
+    assert log.trailer["count.iget"] == log.trailer["count.block"] == "not-attached"
+    assert log.header["mode.iget"].startswith("not-attached")
     assert int(log.trailer["count.frozen"]) >= 0
-    assert int(log.trailer["count.iget_badcrc"]) == len(printed)
     assert int(log.trailer["count.snapshot"]) == len(log.rows("snapshot")) \
-        == int(log.trailer["count.verify_bad"]) + int(log.trailer["count.iget_badcrc"])
+        == int(log.trailer["count.verify_bad"]) >= len(printed)
+    # Each failure is an interrupt in a known window, as before the
+    # recorder kept what ran.
+    assert all(f.diagnosis.kind == "window" for f in inode), inode
     snaps = log.of("snapshot")
     # A horizon is the ts of a record already in the ring when the failure
     # came: interrupts during the snapshot must not have replaced it.
@@ -108,9 +115,15 @@ def test_full_log_cut_down_gives_the_same_attributions(tmp_path_factory):
     cut_log = flight.cut(log, HISTORY)
     cut = correlate.Correlation(cut_log, geo)
     assert full.failures, "the recorded gcc49 run produced no checksum failure"
-    strip = [[dataclasses.replace(f, history_covered=None) for f in c.failures]
-             for c in (cut, full)]
+    strip = [[dataclasses.replace(f, history_covered=None, computation=None, diagnosis=None)
+              for f in c.failures] for c in (cut, full)]
     assert strip[0] == strip[1]
+    # What ran inside a computation whose history the rings cover is all
+    # there, and the diagnosis the same.
+    for f, g in zip(cut.failures, full.failures):
+        assert f.diagnosis == g.diagnosis
+        if f.history_covered:
+            assert f.computation == g.computation
     # K covers each failing call; where the task had an earlier verdict,
     # its whole group (history_covered).
     for f in cut.failures:

@@ -246,10 +246,15 @@ def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
     assert 0 < int(log.trailer["count.irq_pc_stack"]) == len(log.kept)
 
 
+# The hooks of what ran inside the computations, and their programs.
+RAN_HOOKS = {"hrtimer": "hrtimer_entry", "timer": "timer_entry", "tasklet": "tasklet_entry",
+             "work": "work_start", "switch": "switch_away"}
+
+
 def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     run = boot(tmp_path, "unpatched", "loader-plan")
     assert run.proc.returncode == 0, run.console[-2000:]
-    for probe in ("chksum", "verify", "iget", "irq", "ipi", "softirq", "block"):
+    for probe in ("chksum", "verify", "iget", "irq", "ipi", "softirq", "block", *RAN_HOOKS):
         assert re.search(rf"^chkwin: {probe} +\S", run.console, re.M), probe
     assert "kprobe:chksum_update" in run.console     # the fallback plan
     assert run.fields("dry-run-log") == ["absent"]
@@ -270,18 +275,25 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     order = [p for p in order.split() if p.startswith("irq_")]
     assert order[:3] == ["irq_regs_kretprobe", "irq_regs_kprobe", "irq_entry_saved"], order
     # What each record mode attaches: -R failures leaves out what would
-    # only feed counters (softirqs, block issues), and says so.
+    # only feed counters (block issues; iget results, which the verdict
+    # tracepoint sees first), -R counts what only feeds ran records, and
+    # each says so.
     programs = {}
     for part in run.console.split("dry-run-record: ")[1:]:
         mode = part.split()[0]
         programs[mode] = set(re.search(r"^chkwin: programs (.*) \(\d+ attached under -R "
                                        + mode + r"\)$", part, re.M).group(1).split())
-        softirq = re.search(r"^chkwin: softirq +(.*)$", part, re.M).group(1)
-        assert softirq.startswith("not-attached") == (mode == "failures"), part
-    assert programs["all"] == programs["counts"]
-    assert programs["all"] - programs["failures"] == {"softirq_entry", "softirq_exit",
-                                                      "block_rq_issue"}
-    assert {"chksum_end_tp", "irq_exit", "block_rq_complete"} <= programs["failures"]
+        iget = re.search(r"^chkwin: iget +(.*)$", part, re.M).group(1)
+        assert iget.startswith("not-attached") == (mode == "failures"), part
+        for hook in RAN_HOOKS:
+            found = re.search(rf"^chkwin: {hook} +(.*)$", part, re.M).group(1)
+            assert found == ("tp_btf" if mode != "counts" else
+                             "not-attached (-R counts keeps no ran records)"), part
+    assert programs["all"] - programs["counts"] == set(RAN_HOOKS.values())
+    assert programs["all"] - programs["failures"] == {"block_rq_issue", "iget_entry",
+                                                      "iget_return"}
+    assert {"chksum_end_tp", "irq_exit", "block_rq_complete", "softirq_entry",
+            "softirq_exit"} <= programs["failures"]
     # One program an event: the irq entry reads the pc one way or another.
     for chosen in programs.values():
         assert len(chosen & {"irq_entry_regs", "irq_entry_saved", "irq_entry_stack"}) == 1

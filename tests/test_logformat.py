@@ -154,15 +154,16 @@ def test_a_field_added_to_the_table_is_read_from_the_header(tmp_path):
 
 def test_the_document_agrees():
     """docs/log-format.md's table of the fixed layout (versions 1-3, and
-    what this loader writes in its record.N lines): type numbers, names,
-    and each field's offset and size as chkwinlog has them."""
+    what this loader writes in its record.N lines, the types added since
+    included): type numbers, names, and each field's offset and size as
+    chkwinlog has them."""
     doc = (REPO / "docs/log-format.md").read_text()
     rows = re.findall(r"^\| (\d) \| `(\w+)` \| (.*) \|$", doc, re.M)
     # The record table's rows give fields; the class table's rows do not.
     classes = [(int(n), name) for n, name, text in rows if not re.match(r"0 u", text)]
     rows = [r for r in rows if re.match(r"0 u", r[2])]
     assert classes == list(enumerate(chkwinlog.CLASSES))
-    legacy = chkwinlog.legacy_layout(3)
+    legacy = chkwinlog.current_layout()
     assert {int(n): name for n, name, _ in rows} == {n: t[0] for n, t in legacy.items()}
     for n, name, text in rows:
         found = [(f, int(o), DOC_TYPES.get(t) or int(re.match(r"char\[(\d+)\]", t)[1]))
@@ -170,6 +171,8 @@ def test_the_document_agrees():
                                            text)]
         want = [(f[0], f[3], f[2]) for f in legacy[int(n)][1]]
         assert [x for x in found if x[0] != "pad"] == want, name
+    ran = re.findall(r"^\| `(\w+)` \| (\d) \| ", doc, re.M)
+    assert [(int(n), name) for name, n in ran] == list(enumerate(chkwinlog.RAN))
     assert f"# chkwin event log, version {chkwinlog.VERSION}" in doc
 
 

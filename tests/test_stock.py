@@ -42,7 +42,8 @@ FALLBACK_MODES = {"chksum": "kprobe:chksum_update", "verify": "absent",
                   "iget": "kprobe+kretprobe",
                   "irq": IRQ_KPROBE_MODE,
                   "ipi": "tp_btf", "softirq": "tp_btf", "block": "tp_btf",
-                  "sample": "off"}
+                  "sample": "off", "hrtimer": "tp_btf", "timer": "tp_btf",
+                  "tasklet": "tp_btf", "work": "tp_btf", "switch": "tp_btf"}
 F_COMPLETE = 0x08
 
 
@@ -253,8 +254,12 @@ def test_flight_recorder_loads_on_stock_kernels(tmp_path, series):
     t = log.trailer
     assert int(t["count.chksum"]) > 1000 and int(t["count.iget"]) > 100
     assert t["count.snapshot"] == "0" and len(log) == 0
-    assert_nothing_lost(t, {"verify", "sample", "softirq"})
-    assert t["count.softirq"] == t["count.block"] == "not-attached"
+    assert_nothing_lost(t, {"verify", "sample"})
+    assert t["count.block"] == "not-attached"
+    # What ran inside the computations: every tracepoint there on both.
+    for hook in ("hrtimer", "timer", "tasklet", "work", "switch", "softirq"):
+        assert log.header[f"mode.{hook}"] == "tp_btf", hook
+    assert int(t["count.ran"]) > 0
 
 
 def test_bad_package_name_is_a_one_line_error():
