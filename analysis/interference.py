@@ -1,10 +1,11 @@
 """What ran inside a failing computation, and the diagnosis it leads to.
 
-A failing computation is a failure's whole group of calls (correlate's
-_group: every call of the task since its previous verdict that feeds the
-verdict's kind), from the first call's begin to the verdict, on the CPUs
-those calls and the verdict ran on.  What ran inside it is every record
-of the arrivals ring with its ts in that span: interrupt handlers (the
+A failing computation is the chain of calls that computed the failing
+object's checksum (correlate's _chain over _group: the task's calls since
+its previous verdict that feed the verdict's kind, each call's seed the
+previous one's result), from the first call's begin to the verdict, on
+each CPU while the task was there (where).  What ran inside it is every
+record of the arrivals ring with its ts in those spans: interrupt handlers (the
 ran record each handled irq leaves; the irq's name in logs without them),
 softirq vectors, hrtimer and timer callbacks, tasklets, work items and
 switches to another task (bpf/chkwin.h, CHKWIN_RAN_TABLE).  Each is named
