@@ -43,32 +43,6 @@ const volatile __u64 el0_irq_start;
 const volatile __u64 el0_irq_end;
 const volatile int rq_issue_arg;	/* block_rq_issue: (q, rq) before 5.11 */
 
-/* The checksum computation running on this CPU, if any. */
-struct inflight {
-	__u64 begin;
-	__u64 desc;		/* fallback: the shash_desc being updated */
-	__u32 seed;
-	__u32 length;
-	__u32 dev;
-	__u16 caller;
-	__u16 irqs;
-	__u16 window_irqs;	/* arrivals in a window: the call is window-hit */
-	__u8 active;
-	/*
-	 * The task whose checksum call began here last, until its verdict:
-	 * its switches away are recorded (0: none).  One a CPU: a call of
-	 * another task here takes the gate over.
-	 */
-	__u32 open_tid;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct inflight);
-} inflights SEC(".maps");
-
 /* arm64's pt_regs ends its user part with sp, pc, pstate: one read. */
 struct sp_pc_pstate {
 	__u64 sp, pc, pstate;
@@ -129,15 +103,27 @@ struct {
 
 /* Checksum brackets, shared by the tracepoint and the fallback programs. */
 
+/* This element's CPU, asked once: a per-CPU element never moves. */
+static __always_inline __u32 inflight_cpu(struct chkwin_inflight *f)
+{
+	if (!f->cpu_known) {
+		f->cpu = bpf_get_smp_processor_id();
+		f->cpu_known = 1;
+	}
+	return f->cpu;
+}
+
 static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 					 __u32 length, __u64 desc)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct chkwin_cpu_state *s = this_cpu_state();
+	struct chkwin_inflight *f;
 
-	if (!f)
+	if (!s)
 		return;
+	f = &s->inflight;
 	if (f->active)
-		count(CHKWIN_CNT_CHKSUM_NESTED);
+		count_in(s, CHKWIN_CNT_CHKSUM_NESTED);
 	f->begin = bpf_ktime_get_ns();
 	f->desc = desc;
 	f->seed = seed;
@@ -147,10 +133,11 @@ static __always_inline void chksum_begin(__u32 dev, __u16 caller, __u32 seed,
 	f->irqs = 0;
 	f->window_irqs = 0;
 	f->active = 1;
-	f->open_tid = (__u32)bpf_get_current_pid_tgid();
+	f->tid = (__u32)bpf_get_current_pid_tgid();
+	f->open_tid = f->tid;
 }
 
-static __always_inline void fill_chksum(struct chkwin_rec *r, const struct inflight *f,
+static __always_inline void fill_chksum(struct chkwin_rec *r, const struct chkwin_inflight *f,
 					__u32 result)
 {
 	r->h.flags = f->window_irqs ? CHKWIN_F_WINDOW_HIT : 0;
@@ -166,16 +153,18 @@ static __always_inline void fill_chksum(struct chkwin_rec *r, const struct infli
 
 static __always_inline void chksum_end(__u32 result)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct chkwin_cpu_state *s = this_cpu_state();
+	struct chkwin_inflight *f;
 
-	if (!f || !f->active)
+	if (!s || !s->inflight.active)
 		return;
+	f = &s->inflight;
 	f->active = 0;
-	count(CHKWIN_CNT_CHKSUM);
+	count_in(s, CHKWIN_CNT_CHKSUM);
 	if (f->window_irqs)
-		count(CHKWIN_CNT_CHKSUM_WINDOW);
-	rec_write(CHKWIN_REC_CHKSUM, f->begin, CHKWIN_PROBE_CHKSUM, CHKWIN_RING_CALLS,
-		  fill_chksum, f, result);
+		count_in(s, CHKWIN_CNT_CHKSUM_WINDOW);
+	rec_write_by(CHKWIN_REC_CHKSUM, f->begin, inflight_cpu(f), f->tid, CHKWIN_PROBE_CHKSUM,
+		     CHKWIN_RING_CALLS, fill_chksum, f, result);
 }
 
 SEC("tp_btf/ext4_chksum_begin")
@@ -220,13 +209,13 @@ int BPF_KPROBE(chksum_update_entry, struct shash_desc *desc, const u8 *data,
 SEC("kretprobe/chksum_update")
 int BPF_KRETPROBE(chksum_update_return)
 {
-	struct inflight *f;
+	struct chkwin_cpu_state *s;
 
 	if (!wanted())
 		return 0;
-	f = bpf_map_lookup_elem(&inflights, &zero);
-	if (f && f->active)
-		chksum_end(shash_crc((struct shash_desc *)f->desc));
+	s = this_cpu_state();
+	if (s && s->inflight.active)
+		chksum_end(shash_crc((struct shash_desc *)s->inflight.desc));
 	return 0;
 }
 
@@ -243,28 +232,33 @@ static __always_inline void fill_verify(struct chkwin_rec *r, __u8 flags, __u64 
 	r->verify.block = block;
 }
 
-/* One verdict: counted, then recorded (caller and block with F_METADATA). */
-/* A task's verdict ends the computation that fed it: no more of its switches. */
-static __always_inline void close_computation(void)
+/*
+ * A task's verdict ends the computation that fed it: no more of its
+ * switches.  Returns this CPU.
+ */
+static __always_inline __u32 close_computation(struct chkwin_cpu_state *s, __u32 tid)
 {
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
-
-	if (f && f->open_tid == (__u32)bpf_get_current_pid_tgid())
-		f->open_tid = 0;
+	if (!s)
+		return bpf_get_smp_processor_id();
+	if (s->inflight.open_tid == tid)
+		s->inflight.open_tid = 0;
+	return inflight_cpu(&s->inflight);
 }
 
+/* One verdict: counted, then recorded (caller and block with F_METADATA). */
 static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 computed,
 				    __u8 flags, __u16 caller, __u64 block)
 {
+	struct chkwin_cpu_state *s = this_cpu_state();
 	__u64 ts = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 cpu = close_computation(s, tid);
 
-	close_computation();
-
-	count(CHKWIN_CNT_VERIFY);
+	count_in(s, CHKWIN_CNT_VERIFY);
 	if (stored != computed)
-		count(CHKWIN_CNT_VERIFY_BAD);
-	rec_write(CHKWIN_REC_VERIFY, ts, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS, fill_verify,
-		  flags, ino, dev, stored, computed, caller, block);
+		count_in(s, CHKWIN_CNT_VERIFY_BAD);
+	rec_write_by(CHKWIN_REC_VERIFY, ts, cpu, tid, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS,
+		     fill_verify, flags, ino, dev, stored, computed, caller, block);
 	if (stored != computed)
 		snapshot(CHKWIN_REC_VERIFY, ts);
 }
@@ -302,15 +296,16 @@ static __always_inline void fill_iget(struct chkwin_rec *r, __u64 ino, __u32 dev
 static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 {
 	__s64 err = ret >= (__u64)-MAX_ERRNO ? (__s64)ret : 0;
+	struct chkwin_cpu_state *s = this_cpu_state();
 	__u64 ts = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 cpu = close_computation(s, tid);
 
-	close_computation();
-
-	count(CHKWIN_CNT_IGET);
+	count_in(s, CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
-		count(CHKWIN_CNT_IGET_BADCRC);
-	rec_write(CHKWIN_REC_IGET, ts, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS, fill_iget,
-		  ino, dev, err);
+		count_in(s, CHKWIN_CNT_IGET_BADCRC);
+	rec_write_by(CHKWIN_REC_IGET, ts, cpu, tid, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS,
+		     fill_iget, ino, dev, err);
 	if (err == -EBADMSG)
 		snapshot(CHKWIN_REC_IGET, ts);
 }
@@ -370,7 +365,7 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 					  bool known)
 {
 	struct arrival *a = bpf_map_lookup_elem(&arrivals, &zero);
-	struct inflight *f = bpf_map_lookup_elem(&inflights, &zero);
+	struct chkwin_cpu_state *s = this_cpu_state();
 	struct place p = classify(pc, el);
 
 	if (!a)
@@ -386,7 +381,7 @@ static __always_inline void arrival_start(int irq, __u64 pc, __u64 sp, __u8 el,
 	a->func = p.func;
 	a->offset = p.offset;
 	a->watch = known ? p.watch : CHKWIN_WATCH_NONE;
-	a->in_chksum = f && f->active;
+	a->in_chksum = s && s->inflight.active;
 	/* Whole field: the record copies it, and the format says NUL-padded. */
 	__builtin_memset(a->ipi, 0, sizeof(a->ipi));
 	a->regs_missed = 0;
@@ -566,20 +561,23 @@ static __always_inline void fill_ran(struct chkwin_rec *r, __u8 what, __u64 fn, 
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
+	struct chkwin_cpu_state *s;
+	struct chkwin_inflight *f;
 	struct arrival *a;
-	struct inflight *f;
 	struct place p;
+	__u32 cpu, tid;
 	__u64 end;
 
 	if (floor_only)
 		return 0;
 	a = bpf_map_lookup_elem(&arrivals, &zero);
-	f = bpf_map_lookup_elem(&inflights, &zero);
-	if (!a || !a->active || a->irq != irq)
+	s = this_cpu_state();
+	if (!a || !a->active || a->irq != irq || !s)
 		return 0;
+	f = &s->inflight;
 	/* A shared line runs every handler: count the one that claimed it. */
 	if (ret == IRQ_NONE_RET) {
-		count(CHKWIN_CNT_IRQ_UNHANDLED);
+		count_in(s, CHKWIN_CNT_IRQ_UNHANDLED);
 		return 0;
 	}
 	a->active = 0;
@@ -587,26 +585,30 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	p.func = a->func;
 	p.offset = a->offset;
 	p.watch = a->watch;
-	count(CHKWIN_CNT_IRQ_CLASS + (a->class < CHKWIN_CLASSES ? a->class : CHKWIN_CLASS_UNKNOWN));
+	count_in(s, CHKWIN_CNT_IRQ_CLASS +
+		 (a->class < CHKWIN_CLASSES ? a->class : CHKWIN_CLASS_UNKNOWN));
 	/* Here, not at entry: a shared line's every handler enters. */
 	if (a->regs_missed)
-		count(CHKWIN_CNT_IRQ_PC_STACK);
+		count_in(s, CHKWIN_CNT_IRQ_PC_STACK);
 	count_watched(0, a->watch);
 	hist_add(CHKWIN_HIST_IRQ, p);
-	if (a->in_chksum && f && f->active) {
+	if (a->in_chksum && f->active) {
 		f->irqs++;
 		if (a->class == CHKWIN_CLASS_WINDOW)
 			f->window_irqs++;
 	}
 	end = bpf_ktime_get_ns();
-	rec_write(CHKWIN_REC_IRQ, a->ts, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_irq, a,
-		  irq, end);
+	/* Asked once for the two records, and not at all where none is kept. */
+	cpu = inflight_cpu(f);
+	tid = record_mode == CHKWIN_RECORD_COUNTS ? 0 : (__u32)bpf_get_current_pid_tgid();
+	rec_write_by(CHKWIN_REC_IRQ, a->ts, cpu, tid, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS,
+		     fill_irq, a, irq, end);
 	/*
 	 * Which handler it was, which the irq number alone does not say; its
 	 * ts is the irq record's end_ns, so the two pair up.
 	 */
-	rec_write(CHKWIN_REC_RAN, end, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS, fill_ran,
-		  CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
+	rec_write_by(CHKWIN_REC_RAN, end, cpu, tid, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS,
+		     fill_ran, CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_IRQ, a->ts);
@@ -762,16 +764,21 @@ static __always_inline void fill_ran_switch(struct chkwin_rec *r, struct task_st
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_away, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct inflight *f;
+	struct chkwin_cpu_state *s;
+	struct chkwin_inflight *f;
 
 	if (!wanted())
 		return 0;
-	f = bpf_map_lookup_elem(&inflights, &zero);
-	if (!f || !f->open_tid || prev->pid != f->open_tid)
+	s = this_cpu_state();
+	if (!s)
 		return 0;
-	count(CHKWIN_CNT_RAN);
-	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
-		  fill_ran_switch, next);
+	f = &s->inflight;
+	if (!f->open_tid || prev->pid != f->open_tid)
+		return 0;
+	count_in(s, CHKWIN_CNT_RAN);
+	/* The switching task is prev, the one whose gate is open. */
+	rec_write_by(CHKWIN_REC_RAN, bpf_ktime_get_ns(), inflight_cpu(f), f->open_tid,
+		     CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS, fill_ran_switch, next);
 	return 0;
 }
 

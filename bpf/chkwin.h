@@ -342,6 +342,39 @@ enum chkwin_counter {
 	CHKWIN_COUNTERS = CHKWIN_CNT_LOST + CHKWIN_PROBES,
 };
 
+/* The checksum computation running on a CPU, if any (BPF's own). */
+struct chkwin_inflight {
+	__u64 begin;
+	__u64 desc;		/* fallback: the shash_desc being updated */
+	__u32 seed;
+	__u32 length;
+	__u32 dev;
+	__u16 caller;
+	__u16 irqs;
+	__u16 window_irqs;	/* arrivals in a window: the call is window-hit */
+	__u8 active;
+	__u8 cpu_known;		/* cpu holds this element's CPU */
+	__u16 cpu;
+	__u32 tid;		/* the task whose call began last */
+	/*
+	 * The task whose checksum call began here last, until its verdict:
+	 * its switches away are recorded (0: none).  One a CPU: a call of
+	 * another task here takes the gate over.
+	 */
+	__u32 open_tid;
+};
+
+/*
+ * A CPU's one element of the cpu_state map: its counters, and its call in
+ * flight beside them, so that the checksum path counts through the element
+ * it holds already instead of a second map lookup.  The loader reads the
+ * counters.
+ */
+struct chkwin_cpu_state {
+	__u64 counters[CHKWIN_COUNTERS];
+	struct chkwin_inflight inflight;
+};
+
 /* The histograms: interrupts and sampler ticks by instruction slot. */
 enum chkwin_hist_source {
 	CHKWIN_HIST_IRQ,

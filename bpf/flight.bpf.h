@@ -72,35 +72,42 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 /*
  * A record is written where it goes, never built on the stack first:
  * reserved in the ring (-R all), in its history ring's next slot (-R
- * failures), or nowhere (-R counts): then nothing is built.  fill(r, ...) writes the payload in place.  A
- * full ring counts as the probe's loss.  A macro, not a function, so that
- * the verifier sees each reservation checked once and submitted on the
- * same path.
+ * failures), or nowhere (-R counts): then nothing is built, and the cpu and
+ * tid expressions are not evaluated.  fill(r, ...) writes the payload in
+ * place.  A full ring counts as the probe's loss.  A macro, not a
+ * function, so that the verifier sees each reservation checked once and
+ * submitted on the same path.  rec_write_by() takes the writer's cpu and
+ * tid from a caller that has them already (a helper call each saved on
+ * the checksum path); rec_write() asks the kernel.
  */
-#define rec_write(type, ts, probe, ring, fill, ...)				\
+#define rec_write_by(type, ts, cpu, tid, probe, ring, fill, ...)		\
 	do {									\
 		struct chkwin_rec *r_;						\
 		__u32 cpu_;							\
 										\
 		if (record_mode == CHKWIN_RECORD_ALL) {				\
-			cpu_ = bpf_get_smp_processor_id();			\
+			cpu_ = (cpu);						\
 			r_ = bpf_ringbuf_reserve(&events, sizeof(*r_), 0);	\
 			if (!r_) {						\
 				count(CHKWIN_CNT_LOST + (probe));		\
 			} else {						\
-				rec_head(r_, type, ts, cpu_);			\
+				rec_head(r_, type, ts, cpu_, (tid));		\
 				fill(r_, __VA_ARGS__);				\
 				bpf_ringbuf_submit(r_, wakeup_flag(0));		\
 			}							\
 		} else if (record_mode == CHKWIN_RECORD_FAILURES) {		\
-			cpu_ = bpf_get_smp_processor_id();			\
+			cpu_ = (cpu);						\
 			r_ = history_slot(ring, cpu_);				\
 			if (r_) {						\
-				rec_head(r_, type, ts, cpu_);			\
+				rec_head(r_, type, ts, cpu_, (tid));		\
 				fill(r_, __VA_ARGS__);				\
 			}							\
 		}								\
 	} while (0)
+
+#define rec_write(type, ts, probe, ring, fill, ...)				\
+	rec_write_by(type, ts, bpf_get_smp_processor_id(),			\
+		     (__u32)bpf_get_current_pid_tgid(), probe, ring, fill, __VA_ARGS__)
 
 struct drain {
 	__u32 ring;
@@ -187,7 +194,7 @@ static __always_inline void snapshot(__u8 trigger, __u64 ts)
 	freeze(ring_of(CHKWIN_RING_ARRIVALS, cpu), 1);
 	freeze(ring_of(CHKWIN_RING_BLOCKS, cpu), 1);
 	count(CHKWIN_CNT_SNAPSHOT);
-	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts, cpu);
+	rec_head(&s, CHKWIN_REC_SNAPSHOT, ts, cpu, (__u32)bpf_get_current_pid_tgid());
 	s.snapshot.trigger = trigger;
 	s.snapshot.history = history_reach;
 	s.snapshot.calls = unsent(ring_of(CHKWIN_RING_CALLS, cpu), &calls, &evicted,

@@ -19,12 +19,17 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CHKWIN_COUNTERS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+	__type(value, struct chkwin_cpu_state);
+} cpu_state SEC(".maps");
 
 static const __u32 zero;
+
+static __always_inline struct chkwin_cpu_state *this_cpu_state(void)
+{
+	return bpf_map_lookup_elem(&cpu_state, &zero);
+}
 
 /* Every program asks first: the floor records nothing, -c one CPU only. */
 static __always_inline bool wanted(void)
@@ -33,12 +38,21 @@ static __always_inline bool wanted(void)
 	       (target_cpu < 0 || bpf_get_smp_processor_id() == (__u32)target_cpu);
 }
 
+/* Counting where the CPU's element is at hand already. */
+static __always_inline void count_n_in(struct chkwin_cpu_state *s, __u32 idx, __u64 n)
+{
+	if (s && idx < CHKWIN_COUNTERS)
+		__sync_fetch_and_add(&s->counters[idx], n);
+}
+
+static __always_inline void count_in(struct chkwin_cpu_state *s, __u32 idx)
+{
+	count_n_in(s, idx, 1);
+}
+
 static __always_inline void count_n(__u32 idx, __u64 n)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		__sync_fetch_and_add(v, n);
+	count_n_in(this_cpu_state(), idx, n);
 }
 
 static __always_inline void count(__u32 idx)
@@ -73,12 +87,13 @@ static __always_inline void send(const struct chkwin_rec *r, enum chkwin_probe p
 		count(CHKWIN_CNT_LOST + probe);
 }
 
-static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts, __u32 cpu)
+static __always_inline void rec_head(struct chkwin_rec *r, __u8 type, __u64 ts, __u32 cpu,
+				     __u32 tid)
 {
 	__builtin_memset(r, 0, sizeof(*r));
 	r->h.type = type;
 	r->h.cpu = cpu;
-	r->h.tid = (__u32)bpf_get_current_pid_tgid();
+	r->h.tid = tid;
 	r->h.ts = ts;
 }
 

@@ -485,7 +485,7 @@ static int finish(struct run *r, struct chkwin_summary *sum, const char *ending)
 		free(watch);
 		return -ENOMEM;
 	}
-	err = chkwin_counts_read(bpf_map__fd(r->skel->maps.counters), r->ncpus, &counts);
+	err = chkwin_counts_read(bpf_map__fd(r->skel->maps.cpu_state), r->ncpus, &counts);
 	if (!err)
 		err = chkwin_hist_read(bpf_map__fd(r->skel->maps.hist), r->ncpus, hist);
 	if (!err && r->plan.watched.n)
@@ -548,7 +548,7 @@ static int record(struct run *r)
 		if (now - last >= interval || now >= deadline) {
 			if (r->log && (err = chkwin_log_flush(r->log)))
 				break;
-			err = chkwin_counts_read(bpf_map__fd(r->skel->maps.counters), r->ncpus,
+			err = chkwin_counts_read(bpf_map__fd(r->skel->maps.cpu_state), r->ncpus,
 						 &counts);
 			if (err)
 				break;

@@ -33,9 +33,32 @@ static int sum_percpu(int map_fd, int ncpus, uint64_t *out, uint32_t n)
 	return 0;
 }
 
+/* A per-CPU map's values come 8-byte aligned: the array's stride is the struct. */
+_Static_assert(sizeof(struct chkwin_cpu_state) % 8 == 0, "cpu_state values pack");
+
+/* The counters of each CPU's element of the cpu_state map, summed. */
 int chkwin_counts_read(int map_fd, int ncpus, struct chkwin_counts *out)
 {
-	return sum_percpu(map_fd, ncpus, out->v, CHKWIN_COUNTERS);
+	struct chkwin_cpu_state *vals = calloc((size_t)ncpus, sizeof(*vals));
+	const uint32_t key = 0;
+	int cpu, i;
+
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(map_fd, &key, vals)) {
+		int err = -errno;
+
+		fprintf(stderr, "chkwin: error: reading counters: %s\n", strerror(errno));
+		free(vals);
+		return err;
+	}
+	for (i = 0; i < CHKWIN_COUNTERS; i++) {
+		out->v[i] = 0;
+		for (cpu = 0; cpu < ncpus; cpu++)
+			out->v[i] += vals[cpu].counters[i];
+	}
+	free(vals);
+	return 0;
 }
 
 int chkwin_hist_read(int map_fd, int ncpus, struct chkwin_hist *out)
