@@ -95,7 +95,8 @@ def _row_label(c):
 def forest(comparisons, margin, path):
     """comparisons: Results.comparisons.  Left, every comparison on a
     log axis wide enough for all (an infinite end is an arrow); right, the
-    same near 1, where the margin is, so an A/A interval is visible."""
+    same near 1, where the margin is, so an A/A interval is visible.
+    Returns the rows' labels, top first."""
     rows = [c for c in comparisons if c["verdict"].ratio is not None]
     fig, (ax, zoom) = plt.subplots(1, 2, figsize=(11, 1.6 + 1.0 * max(len(rows), 1)), dpi=100,
                                    sharey=True, width_ratios=(3, 2), layout="constrained")
@@ -104,7 +105,8 @@ def forest(comparisons, margin, path):
               if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
     _intervals(ax, rows, min(finite) / 1.5, max(finite) * 1.5, margin)
     _intervals(zoom, rows, 1 / (1 + 2.5 * margin), 1 + 2.5 * margin, margin)
-    ax.set_yticks(range(len(rows)), [_row_label(c) for c in reversed(rows)], fontsize=8)
+    labels = [_row_label(c) for c in rows]
+    ax.set_yticks(range(len(rows)), labels[::-1], fontsize=8)
     ax.set_xlabel("rate ratio (log): thick 90% CI, thin 95% CI; below, black: the model's "
                   "prediction with its 95% CI", fontsize=9)
     zoom.set_xlabel(f"near 1: +-{2.5 * margin * 100:.0f}%")
@@ -115,6 +117,7 @@ def forest(comparisons, margin, path):
                  f"{margin * 100:.0f}%, on the rows that ask equivalence")
     fig.savefig(path)
     plt.close(fig)
+    return labels
 
 
 def per_boot(res, path):
@@ -123,11 +126,14 @@ def per_boot(res, path):
     to on icount), its pooled rate with the 95% interval of its own spread
     as a band, and the boots a verdict flagged as aberrant circled and
     named.  Conditions without a failure have nothing to show and are
-    left out (said in the title).  False when no condition has one."""
+    left out (said in the title).  Returns the boots marked as aberrant
+    (an empty list where none is), None when no condition has a failure
+    and nothing was drawn."""
     rows = {r["condition"]: r for r in res.condition_rows}
     conds = [c for c in res.doc.conditions if c.kind in REPLICATED and rows[c.name]["failures"]]
     if not conds:
-        return False
+        return None
+    marked = []
     flagged = {f["boot"] for c in res.comparisons for f in c["verdict"].flagged}
     fig, axes = plt.subplots(len(conds), 1, figsize=(8, 1.2 + 1.5 * len(conds)), dpi=100,
                              sharex=True, layout="constrained", squeeze=False)
@@ -143,6 +149,7 @@ def per_boot(res, path):
         ax.plot(xs, ys, "o", color="tab:blue", ms=4)
         for x, y, b in zip(xs, ys, boots):
             if b.dir in flagged:
+                marked.append(b.dir)
                 ax.plot([x], [y], "o", mfc="none", mec="tab:red", ms=12, mew=2)
                 ax.annotate(f"{b.dir}: aberrant", (x, y), xytext=(8, -3),
                             textcoords="offset points", fontsize=8, color="tab:red")
@@ -158,7 +165,7 @@ def per_boot(res, path):
                                 "failure left out" if left else ""), fontsize=9)
     fig.savefig(path)
     plt.close(fig)
-    return True
+    return marked
 
 
 def predicted_measured(rows, check, margin, path):
