@@ -114,6 +114,11 @@ SCENARIOS = {
                    lambda rng, m, g: _nb(rng, m, 5), True),
 }
 
+# The one dispersion a scenario draws at, where it has one: the verdicts'
+# guarantee (analysis/guarantee.py) is stated by dispersion.
+DISPERSION = {"poisson": 1, "nb-3": 3, "nb-5": 5, "aberrant-1": 1, "aberrant-3": 3,
+              "aberrant-5": 5}
+
 
 def draw(rng, mean, phi, size):
     """Failures of size boots with the given mean and variance phi x mean
@@ -383,8 +388,7 @@ def run(scenario, aa_ratio, sims=SIMS, seed=0, budget=BUDGET_BOOTS, lost=LOST):
         analyse(demo.doc, aa_ratio, tally,
                 (where[0], demo.aberrant_dir) if where and where[1] else None)
         tally.sims += 1
-    phi = {"poisson": 1, "nb-3": 3, "nb-5": 5, "aberrant-1": 1, "aberrant-3": 3,
-           "aberrant-5": 5}.get(scenario)
+    phi = DISPERSION.get(scenario)
     if phi:
         per_boot = CALLS * 0.96 * model.per_call("gcc49", AA_WIDTH, INTERRUPTS, SHIFT,
                                                  LOOP_INSNS)
@@ -471,6 +475,26 @@ def outside(tallies):
     than their goal: outside the verdict's guarantee, named as such."""
     return [t.scenario for t in by_scenario(tallies)
             if any(met is False for key, _, met in goals(t) if "covered" in key)]
+
+
+def guarantee_scenarios(tallies):
+    """The scenarios as analysis/guarantee.py records them, pooled over
+    the ratios: each one's dispersion, whether it holds an aberrant boot,
+    the lowest coverage among the intervals with a goal, by level, and
+    whether it is outside the guarantee."""
+    out = []
+    named = set(outside(tallies))
+    for t in by_scenario(tallies):
+        covered = {}
+        for level in (90, 95):
+            shares = [t.share(k) for k, _, _ in goals(t)
+                      if k.endswith(f"covered {level}%") and goal(k, t.n(k))[1] is not None]
+            covered[str(level)] = round(min(shares), 4) if shares else None
+        out.append({"scenario": t.scenario, "what": SCENARIOS[t.scenario][0],
+                    "dispersion": DISPERSION.get(t.scenario),
+                    "aberrant": SCENARIOS[t.scenario][2], "covered": covered,
+                    "outside": t.scenario in named})
+    return out
 
 
 def median_boots(tally):

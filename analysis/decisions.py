@@ -33,6 +33,11 @@ def verdicts(res):
                 expect = (f"; the model predicts {c['expect']:.2f}: measured/predicted "
                           f"{m['ratio']:.3g} (90% CI {interval(*m['ci90'])}, 95% CI "
                           f"{interval(*m['ci95'])}): {model_words(m)}")
+                if m.get("without"):
+                    w = m["without"]
+                    expect += (f" (without the flagged boot {w['ratio']:.3g}, 90% CI "
+                               f"{interval(*w['ci90'])}: {model_words(w)}; the check must "
+                               f"hold both ways)")
             out.append(Verdict("control", f"positive control (a known difference: the loop of "
                                           f"{c['label'].split('/')[0]} against the listing's "
                                           f"window): {v.text}{expect}"))
@@ -173,7 +178,8 @@ def as_json(res):
     each with its key, label, kind, ratio and intervals, the text the
     report prints, the boots flagged as aberrant and, where there are any,
     the verdict without them (the kind is a decision only where both
-    reach it: verdict.with_and_without)."""
+    reach it: verdict.with_and_without), and why the calibration does not
+    vouch for it (analysis/guarantee.py; null where it does)."""
     out = []
     for c in res.comparisons:
         v = c["verdict"]
@@ -182,5 +188,6 @@ def as_json(res):
                     "flagged": [dict(f, expected=round(f["expected"], 3),
                                      residual=round(f["residual"], 3),
                                      threshold=round(f["threshold"], 3)) for f in v.flagged],
-                    "without_flagged": _verdict_json(v.without) if v.without else None})
+                    "without_flagged": _verdict_json(v.without) if v.without else None,
+                    "outside_guarantee": v.outside})
     return {"margin": res.doc.settings.margin, "comparisons": out}

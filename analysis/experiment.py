@@ -32,6 +32,7 @@ from scipy import stats
 
 from analysis import chkwinlog
 from analysis import documents
+from analysis import guarantee
 from analysis import model
 from analysis import verdict
 from analysis.poisson import binom_ci, poisson_ci, t_quantile
@@ -66,6 +67,28 @@ def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
     inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
     return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
             "agrees" if inside else "undecided"), inside
+
+
+def against_model(v, want):
+    """A comparison's Verdict v against the model's ratio want: {ratio,
+    ci95, ci90, kind, within_margin} of measured / predicted, decided by
+    agreement().  Where v flagged an aberrant boot, the check is made
+    without it too and stands only where both reach it (as
+    verdict.with_and_without decides the verdict itself): "without" holds
+    that check, the kind is "undecided" where they part."""
+    def check(w):
+        ci95, ci90 = (tuple(x / want for x in ci) for ci in (w.ci95, w.ci90))
+        kind, inside = agreement(ci95, ci90, w.df)
+        return {"ratio": w.ratio / want, "ci95": ci95, "ci90": ci90, "kind": kind,
+                "within_margin": inside}
+    out = check(v)
+    if v.without is not None:
+        alone = check(v.without)
+        out["without"] = alone
+        if alone["kind"] != out["kind"]:
+            out["kind"] = "undecided"
+        out["within_margin"] = out["within_margin"] and alone["within_margin"]
+    return out
 
 
 def is_control(c):
@@ -209,6 +232,12 @@ class Results:
 
     def __init__(self, doc, runs=None, walked=()):
         self.doc, self.runs, self.walked = doc, runs or {}, list(walked)
+
+    @cached_property
+    def calibrated(self):
+        """What the calibration measured of the verdicts' guarantee
+        (analysis/guarantee.py), None where it was never run."""
+        return guarantee.load()
 
     @cached_property
     def paired(self):
@@ -418,10 +447,11 @@ class Results:
             # A decision one boot turns is no decision: where a boot is
             # aberrant, the verdict must hold without it as well.
             flagged = self.aberrant(a + b)
-            if not flagged:
-                return v
-            return verdict.with_and_without(v, on(frozenset(f["boot"] for f in flagged)),
-                                            flagged)
+            if flagged:
+                v = verdict.with_and_without(v, on(frozenset(f["boot"] for f in flagged)),
+                                             flagged)
+            why = guarantee.outside(v, self.calibrated)
+            return dataclasses.replace(v, outside=why, text=f"{v.text}; {why}") if why else v
 
         primary = doc.select(kind="counting", window=window, singlestep=False)
         off = doc.select(kind="counting", window="off")
@@ -446,10 +476,7 @@ class Results:
                 # A ratio of two Poisson tick counts' rates, on the log scale.
                 s = math.sqrt(1 / pa["timer"] + 1 / pb["timer"])
                 want_ci = (want * math.exp(-verdict.Z95 * s), want * math.exp(verdict.Z95 * s))
-                ci95, ci90 = (tuple(x / want for x in ci) for ci in (v.ci95, v.ci90))
-                kind, inside = agreement(ci95, ci90, v.df)
-                model_vs = {"ratio": v.ratio / want, "ci95": ci95, "ci90": ci90,
-                            "kind": kind, "within_margin": inside}
+                model_vs = against_model(v, want)
             out.append({"key": "control", "label": f"width {c.width}/{window}",
                         "asks": "differs", "boots": (len(doc.boots_of(c.name)),
                                                      len(doc.boots_of(ref.name))),

@@ -23,29 +23,44 @@ COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:gr
 MARKERS = ("D", "s", "^", "o", "v", "P")
 
 
+def _shown(v):
+    """The verdict whose intervals a forest plot row draws as bars: the one
+    without the flagged boots where it has a ratio, else v."""
+    return v.without if v.without is not None and v.without.ratio is not None else v
+
+
 def _intervals(ax, rows, lo_edge, hi_edge, margin):
     """One panel of the forest plot between lo_edge and hi_edge: each row's
     90% (thick) and 95% (thin) interval and ratio, the equivalence band on
     the rows that ask equivalence, and the model's prediction with its own
-    95% interval where there is one.  No text in the panel: the rows are
-    described in their labels, which cannot overprint each other."""
+    95% interval where there is one.  Where a boot was flagged as aberrant
+    the bars are the intervals without it, which the verdict's guarantee
+    rests on, and the 95% interval with it is dotted above them.  No text
+    in the panel: the rows are described in their labels, which cannot
+    overprint each other."""
     ax.axvline(1, color="black", lw=0.8)
     for y, c in enumerate(reversed(rows)):
         v = c["verdict"]
+        shown = _shown(v)
         colour = COLOURS[v.kind]
         if c.get("asks") == "equivalent":
             ax.fill_between([1 / (1 + margin), 1 + margin], y - 0.4, y + 0.4,
                             color="tab:green", alpha=0.15, lw=0)
-        for (lo, hi), lw in ((v.ci95, 1.5), (v.ci90, 5)):
+        bars = [(shown.ci95, 1.5, y, "-"), (shown.ci90, 5, y, "-")]
+        if v.without:
+            bars.append((v.ci95, 1.5, y + 0.25, ":"))
+        for (lo, hi), lw, at, style in bars:
             if hi < lo_edge or lo > hi_edge:
                 continue
-            ax.plot([max(lo, lo_edge), min(hi, hi_edge)], [y, y], color=colour, lw=lw,
-                    solid_capstyle="butt")
+            ax.plot([max(lo, lo_edge), min(hi, hi_edge)], [at, at], color=colour, lw=lw,
+                    ls=style, solid_capstyle="butt")
             if hi > hi_edge:
-                ax.annotate("", xy=(hi_edge, y), xytext=(hi_edge / 1.15, y),
+                ax.annotate("", xy=(hi_edge, at), xytext=(hi_edge / 1.15, at),
                             arrowprops={"arrowstyle": "->", "color": colour})
-        if lo_edge <= v.ratio <= hi_edge:
-            ax.plot([v.ratio], [y], "D", color=colour, ms=7)
+        if shown.ratio is not None and lo_edge <= shown.ratio <= hi_edge:
+            ax.plot([shown.ratio], [y], "D", color=colour, ms=7)
+        if v.without and v.ratio is not None and lo_edge <= v.ratio <= hi_edge:
+            ax.plot([v.ratio], [y + 0.25], "D", mfc="none", mec=colour, ms=6)
         expect, spread = c.get("expect"), c.get("expect_ci")
         if expect and lo_edge <= expect <= hi_edge:
             # Below the row's own interval, so the two never hide each other.
@@ -59,29 +74,39 @@ def _intervals(ax, rows, lo_edge, hi_edge, margin):
 
 def _row_label(c):
     """A forest plot row's label: the comparison, its verdict with the
-    ratio and 90% interval, and its boots, df and dispersion."""
+    ratio and 90% interval (without the flagged boots where there are
+    any, as the bars), and its boots, df and dispersion."""
     v = c["verdict"]
-    ratio = "inf" if not math.isfinite(v.ratio) else f"{v.ratio:.3g}"
-    hi = "inf" if not math.isfinite(v.ci90[1]) else f"{v.ci90[1]:.3g}"
+    shown = _shown(v)
+    ratio = "inf" if not math.isfinite(shown.ratio) else f"{shown.ratio:.3g}"
+    hi = "inf" if not math.isfinite(shown.ci90[1]) else f"{shown.ci90[1]:.3g}"
     boots = " and ".join(map(str, c["boots"]))
-    spread = (f"dispersion {v.phi:.2g} on {v.df} df" if v.df else
+    spread = (f"dispersion {shown.phi:.2g} on {shown.df} df" if shown.df else
               "no df: Poisson assumed")
-    return f"{c['label']}\n{v.kind}: {ratio}, 90% CI {v.ci90[0]:.3g}-{hi}\n{boots} boots, {spread}"
+    label = (f"{c['label']}\n{v.kind}: {ratio}, 90% CI {shown.ci90[0]:.3g}-{hi}\n"
+             f"{boots} boots, {spread}")
+    if v.without:
+        label += f"\nwithout {', '.join(f['boot'] for f in v.flagged)} (dotted: with)"
+    if v.outside:
+        label += "\noutside the calibrated guarantee"
+    return label
 
 
 def forest(comparisons, margin, path):
     """comparisons: Results.comparisons.  Left, every comparison on a
     log axis wide enough for all (an infinite end is an arrow); right, the
-    same near 1, where the margin is, so an A/A interval is visible."""
+    same near 1, where the margin is, so an A/A interval is visible.
+    Returns the rows' labels, top first."""
     rows = [c for c in comparisons if c["verdict"].ratio is not None]
     fig, (ax, zoom) = plt.subplots(1, 2, figsize=(11, 1.6 + 1.0 * max(len(rows), 1)), dpi=100,
                                    sharey=True, width_ratios=(3, 2), layout="constrained")
-    finite = [x for c in rows for x in (*c["verdict"].ci95, c["verdict"].ratio,
-                                        *(c.get("expect_ci") or ()))
+    finite = [x for c in rows for w in (c["verdict"], c["verdict"].without) if w
+              for x in (*w.ci95, w.ratio, *(c.get("expect_ci") or ()))
               if x and math.isfinite(x)] + [1 / (1 + margin), 1 + margin]
     _intervals(ax, rows, min(finite) / 1.5, max(finite) * 1.5, margin)
     _intervals(zoom, rows, 1 / (1 + 2.5 * margin), 1 + 2.5 * margin, margin)
-    ax.set_yticks(range(len(rows)), [_row_label(c) for c in reversed(rows)], fontsize=8)
+    labels = [_row_label(c) for c in rows]
+    ax.set_yticks(range(len(rows)), labels[::-1], fontsize=8)
     ax.set_xlabel("rate ratio (log): thick 90% CI, thin 95% CI; below, black: the model's "
                   "prediction with its 95% CI", fontsize=9)
     zoom.set_xlabel(f"near 1: +-{2.5 * margin * 100:.0f}%")
@@ -92,6 +117,7 @@ def forest(comparisons, margin, path):
                  f"{margin * 100:.0f}%, on the rows that ask equivalence")
     fig.savefig(path)
     plt.close(fig)
+    return labels
 
 
 def per_boot(res, path):
@@ -100,11 +126,14 @@ def per_boot(res, path):
     to on icount), its pooled rate with the 95% interval of its own spread
     as a band, and the boots a verdict flagged as aberrant circled and
     named.  Conditions without a failure have nothing to show and are
-    left out (said in the title).  False when no condition has one."""
+    left out (said in the title).  Returns the boots marked as aberrant
+    (an empty list where none is), None when no condition has a failure
+    and nothing was drawn."""
     rows = {r["condition"]: r for r in res.condition_rows}
     conds = [c for c in res.doc.conditions if c.kind in REPLICATED and rows[c.name]["failures"]]
     if not conds:
-        return False
+        return None
+    marked = []
     flagged = {f["boot"] for c in res.comparisons for f in c["verdict"].flagged}
     fig, axes = plt.subplots(len(conds), 1, figsize=(8, 1.2 + 1.5 * len(conds)), dpi=100,
                              sharex=True, layout="constrained", squeeze=False)
@@ -120,6 +149,7 @@ def per_boot(res, path):
         ax.plot(xs, ys, "o", color="tab:blue", ms=4)
         for x, y, b in zip(xs, ys, boots):
             if b.dir in flagged:
+                marked.append(b.dir)
                 ax.plot([x], [y], "o", mfc="none", mec="tab:red", ms=12, mew=2)
                 ax.annotate(f"{b.dir}: aberrant", (x, y), xytext=(8, -3),
                             textcoords="offset points", fontsize=8, color="tab:red")
@@ -135,7 +165,7 @@ def per_boot(res, path):
                                 "failure left out" if left else ""), fontsize=9)
     fig.savefig(path)
     plt.close(fig)
-    return True
+    return marked
 
 
 def predicted_measured(rows, check, margin, path):

@@ -188,7 +188,7 @@ def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
         figures.predicted_measured(res.model_rows, res.model_check, experiment.MODEL_MARGIN,
                                    outdir / "model.png")
         leading.append(("model.png", "predicted against measured"))
-    if figures.per_boot(res, outdir / "boots.png"):
+    if figures.per_boot(res, outdir / "boots.png") is not None:
         leading.append(("boots.png", "each condition's rate boot by boot, aberrant boots marked"))
     (outdir / "verdicts.json").write_text(json.dumps(decisions.as_json(res), indent=1) + "\n")
     doses = []

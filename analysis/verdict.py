@@ -326,6 +326,8 @@ class Verdict:
     # expected, residual, threshold}) and the verdict without them.
     flagged: tuple = ()
     without: "Verdict" = None
+    # Why the calibration does not vouch for this verdict (analysis/guarantee.py).
+    outside: str = None
 
 
 def _fmt(x):
