@@ -46,14 +46,16 @@ PROBES = declared.PROBES
 # What a run did not count, and whether it attached a hook: analysis/declared.py.
 NOT_ATTACHED = declared.NOT_ATTACHED
 hook_attached = declared.hook_attached
-# The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
+# The flight recorder's rings (bpf/chkwin.h CHKWIN_RECORDS): which record
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
-RINGS = {"calls": ("chksum", "verify", "iget"),
-         "arrivals": ("irq", "sample", "softirq", "ran"), "blocks": ("block",)}
+RINGS = declared.RINGS
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
-F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
+# A record's flags (bpf/chkwin.h CHKWIN_F_*).
+F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = (
+    declared.FLAGS[name] for name in ("IN_CHKSUM", "WINDOW_HIT", "HANDLED", "COMPLETE",
+                                      "MISMATCH", "METADATA"))
 CALLER_UNKNOWN = 0xFFFF
 FUNC_NONE = 0xFF
 
