@@ -737,9 +737,10 @@ int tasklet_entry(u64 *ctx)
 	return 0;
 }
 
-static __always_inline void fill_ran_work(struct chkwin_rec *r, __u64 fn)
+/* A function that ran in a task of its own, and the task. */
+static __always_inline void fill_ran_task(struct chkwin_rec *r, __u8 what, __u64 fn)
 {
-	fill_ran(r, CHKWIN_RAN_WORK, fn, 0);
+	fill_ran(r, what, fn, 0);
 	bpf_get_current_comm(r->ran.comm, sizeof(r->ran.comm));
 }
 
@@ -750,7 +751,19 @@ int BPF_PROG(work_start, struct work_struct *work)
 		return 0;
 	count(CHKWIN_CNT_RAN);
 	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN,
-		  fill_ran_work, (__u64)work->func);
+		  fill_ran_task, CHKWIN_RAN_WORK, (__u64)work->func);
+	return 0;
+}
+
+/* A kthread_worker's item (sched.h's, 5.13 on): the function, in its worker. */
+SEC("tp_btf/sched_kthread_work_execute_start")
+int BPF_PROG(kwork_start, struct kthread_work *work)
+{
+	if (!wanted())
+		return 0;
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, fill_ran_task,
+		  CHKWIN_RAN_KWORK, (__u64)work->func);
 	return 0;
 }
 

@@ -159,7 +159,7 @@ struct chkwin_watched {
 	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid */ \
 	F(r, __u8, what, , DEC, ALWAYS)	/* enum chkwin_ran_kind, CHKWIN_RAN_TABLE */ \
 	F(r, __u8, pad, [3], PAD, ALWAYS)				\
-	/* work, switch: the task (an irq's action is named by the header's irq.N) */ \
+	/* work, kwork, switch: the task (an irq's action is named by the header's irq.N) */ \
 	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS)
 
 /*
@@ -172,7 +172,8 @@ struct chkwin_watched {
 	K(TIMER, timer)		/* timer_expire_entry: the callback (softirq) */ \
 	K(TASKLET, tasklet)	/* tasklet_entry: the function (softirq) */ \
 	K(WORK, work)		/* workqueue_execute_start: the work function */ \
-	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */
+	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */ \
+	K(KWORK, kwork)		/* sched_kthread_work_execute_start: a kthread_worker's work function */
 
 #define CHKWIN_RAN_ENUM(NAME, name) CHKWIN_RAN_##NAME,
 enum chkwin_ran_kind {
@@ -253,7 +254,8 @@ enum chkwin_class {
 	H(TIMER, timer, RAN, "No timer callbacks")			\
 	H(TASKLET, tasklet, RAN, "No tasklets")				\
 	H(WORK, work, RAN, "No workqueue items")			\
-	H(SWITCH, switch, RAN, "No task switches")
+	H(SWITCH, switch, RAN, "No task switches")			\
+	H(KWORK, kwork, RAN, "No kthread_worker items")
 
 /*
  * The ways a plan can attach a hook (loader/plan.c chooses one a hook; its
@@ -301,6 +303,7 @@ enum chkwin_way {
 	P(tasklet_entry, TASKLET, CHKWIN_WAY_TP)			\
 	P(work_start, WORK, CHKWIN_WAY_TP)				\
 	P(switch_away, SWITCH, CHKWIN_WAY_TP)				\
+	P(kwork_start, KWORK, CHKWIN_WAY_TP)				\
 	P(sample, SAMPLE, CHKWIN_WAY_PERF_EVENT)
 
 /*
