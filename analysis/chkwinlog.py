@@ -46,14 +46,16 @@ PROBES = declared.PROBES
 # What a run did not count, and whether it attached a hook: analysis/declared.py.
 NOT_ATTACHED = declared.NOT_ATTACHED
 hook_attached = declared.hook_attached
-# The flight recorder's rings (bpf/chkwin.h enum chkwin_ring): which record
+# The flight recorder's rings (bpf/chkwin.h CHKWIN_RECORDS): which record
 # types each keeps.  Blocks: completions only, one ring for all CPUs.
-RINGS = {"calls": ("chksum", "verify", "iget"),
-         "arrivals": ("irq", "sample", "softirq", "ran"), "blocks": ("block",)}
+RINGS = declared.RINGS
 # Header keys of the gcc49 windows in logs written while the loader knew
 # them by name (before 2026-12-06); windows are watch.N now.
 WINDOW_KEYS = ["window", "window.exact"]
-F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = 1, 2, 4, 8, 16, 32
+# A record's flags (bpf/chkwin.h CHKWIN_F_*).
+F_IN_CHKSUM, F_WINDOW_HIT, F_HANDLED, F_COMPLETE, F_MISMATCH, F_METADATA = (
+    declared.FLAGS[name] for name in ("IN_CHKSUM", "WINDOW_HIT", "HANDLED", "COMPLETE",
+                                      "MISMATCH", "METADATA"))
 CALLER_UNKNOWN = 0xFFFF
 FUNC_NONE = 0xFF
 
@@ -554,12 +556,9 @@ def _check_records(rows, base, cpus, layout):
     return None
 
 
-def parse(data):
-    """Parse a whole log held in memory; see read().  A writable buffer
-    (bytearray) is reused: the records are moved down over the chunk heads
-    so that they need no second copy.  The checks and their order are
-    loader/logfile.c's: the differential test holds the two readers to the
-    same status, offset and record count."""
+def _file_head(data, view):
+    """(version, head struct, header text, CRC chain) of a log's file head
+    and header text, checked as loader/logfile.c checks them."""
     size = len(data)
     if size == 0:
         raise LogError(0, "empty file, not a chkwin log")
@@ -579,7 +578,6 @@ def parse(data):
         raise LogError(12, "header length not a multiple of 8")
     if head.size + hlen > size:
         raise LogError(size, "file ends inside the header text")
-    view = memoryview(data)
     htext = bytes(view[head.size:head.size + hlen])
     chain = 0
     if version > 1:
@@ -589,6 +587,30 @@ def parse(data):
             raise LogError(16, "header CRC mismatch")
         if reserved:
             raise LogError(20, "reserved file header bytes not zero")
+    return version, head, htext, chain
+
+
+def _trailer(ttext, at, facts, layout, counts):
+    """The trailer's fields, its record counts held to the records read."""
+    trailer = check_text(ttext, at, True, facts)
+    for num, name in layout.types.items():
+        said = facts.get("records", {}).get(name)
+        if said is not None and said != counts[num]:
+            raise LogError(facts["records_at"][name],
+                           f"trailer says {said} {name} records, the log has {counts[num]}")
+    return trailer
+
+
+def parse(data):
+    """Parse a whole log held in memory; see read().  A writable buffer
+    (bytearray) is reused: the records are moved down over the chunk heads
+    so that they need no second copy.  The checks and their order are
+    loader/logfile.c's: the differential test holds the two readers to the
+    same status, offset and record count."""
+    size = len(data)
+    view = memoryview(data)
+    version, head, htext, chain = _file_head(data, view)
+    hlen = len(htext)
     facts = {}
     header = check_text(htext, head.size, False, facts)
     # Version 4 on, the header says the record layout; before, it was fixed.
@@ -639,14 +661,8 @@ def parse(data):
             if body + count != size:
                 raise LogError(body + count, "bytes after the trailer")
             ttext = bytes(view[body:body + count])
-            trailer = check_text(ttext, body, True, facts)
-            for num, name in layout.types.items():
-                said = facts.get("records", {}).get(name)
-                if said is not None and said != counts[num]:
-                    raise LogError(facts["records_at"][name],
-                                   f"trailer says {said} {name} records, the log has "
-                                   f"{counts[num]}")
-            return done("complete", trailer, size, "complete", ttext)
+            return done("complete", _trailer(ttext, body, facts, layout, counts), size,
+                        "complete", ttext)
         if magic != b"CHNK" or count == 0 or count > 1 << 24:
             raise LogError(off, "bad chunk head")
         avail = (size - body) // REC_SIZE

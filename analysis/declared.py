@@ -7,6 +7,12 @@ so that the analysis names and counts what the loader does.
                             record's what
     declared.PROBES         ["chksum", ..., "snapshot"]: lost.PROBE
     declared.HOOKS          [Hook(name, probe, help)]: mode.NAME, --no-NAME
+    declared.RINGS          {"calls": ("chksum", ...), ...}: the record types each
+                            flight recorder ring keeps, CHKWIN_RECORDS
+    declared.FLAGS          {"IN_CHKSUM": 0x01, ...}: CHKWIN_F_*, a record's flags
+    declared.PROGRAMS       [Program(name, hook, ways)]: which BPF program serves
+                            which hook in which ways (CHKWIN_WAY_* names without
+                            the prefix), CHKWIN_PROGRAM_TABLE
     declared.COUNTERS       [(key, needs)] in enum chkwin_counter order: the
                             trailer's count.NAME and lost.PROBE keys and the
                             CHKWIN_NEED_* names (without the prefix) each needs
@@ -41,6 +47,7 @@ CONDITIONS = {
 }
 
 Hook = collections.namedtuple("Hook", "name probe help")
+Program = collections.namedtuple("Program", "name hook ways")
 
 
 class DeclarationError(OneLineError):
@@ -115,6 +122,24 @@ class Declared:
         self.PROBES = list(self._probes.values())
         self.HOOKS = [Hook(name, self._probe(probe, name), self._help(help_, name))
                       for _, name, probe, help_ in hooks]
+        # In enum chkwin_ring's order, which is the rings' numbering.
+        m = re.search(r"enum chkwin_ring \{(.*?)\};", src, re.S)
+        rings = re.findall(r"\bCHKWIN_RING_(\w+)\s*,", m[1]) if m else []
+        if not rings:
+            self._fail("no enum chkwin_ring")
+        self.RINGS = {ring.lower(): () for ring in rings}
+        for _, name, ring in self._table(src, "CHKWIN_RECORDS", 3):
+            if ring != "NONE" and ring not in rings:
+                self._fail(f"record {name} goes to ring {ring}, which is no CHKWIN_RING_*")
+            if ring != "NONE":
+                self.RINGS[ring.lower()] += (name,)
+        self.FLAGS = {m[1]: int(m[2], 0) for m in re.finditer(
+            r"^[ \t]*#[ \t]*define[ \t]+CHKWIN_F_(\w+)[ \t]+(0x[0-9a-fA-F]+|\d+)\b", src, re.M)}
+        if not self.FLAGS:
+            self._fail("no CHKWIN_F_* flags")
+        ways = self._ways(src)
+        self.PROGRAMS = [Program(prog, self._hook(HOOK, prog), self._way_set(expr, ways, prog))
+                         for prog, HOOK, expr in self._table(src, "CHKWIN_PROGRAM_TABLE", 3)]
         # What attaching a hook meets: itself and the probe it feeds.
         self._gives = {name: frozenset([f"HOOK_{NAME}", probe])
                        for NAME, name, probe, _ in hooks}
@@ -154,6 +179,26 @@ class Declared:
             self._fail(f"enum chkwin_need's conditions are {sorted(found)}, "
                        f"this reader knows {sorted(CONDITIONS)}")
         return found
+
+    def _ways(self, src):
+        m = re.search(r"enum chkwin_way \{(.*?)\};", src, re.S)
+        if not m:
+            self._fail("no enum chkwin_way")
+        return set(re.findall(r"\bCHKWIN_WAY_(\w+)\s*=", m[1]))
+
+    def _hook(self, NAME, of):
+        if NAME not in self._hooks:
+            self._fail(f"program {of} serves {NAME}, which is no hook")
+        return self._hooks[NAME]
+
+    def _way_set(self, expr, ways, of):
+        got = set()
+        for word in expr.split("|"):
+            m = re.fullmatch(r"\s*CHKWIN_WAY_(\w+)\s*", word)
+            if not m or m[1] not in ways:
+                self._fail(f"program {of} serves in '{word.strip()}', which is no CHKWIN_WAY_*")
+            got.add(m[1])
+        return frozenset(got)
 
     def _probe(self, NAME, of):
         if NAME not in self._probes:
@@ -197,6 +242,7 @@ class Declared:
 
 
 DECLARED = Declared(HEADER)
-CLASSES, RAN, PROBES, HOOKS, COUNTERS = (DECLARED.CLASSES, DECLARED.RAN, DECLARED.PROBES,
-                                         DECLARED.HOOKS, DECLARED.COUNTERS)
+CLASSES, RAN, PROBES, HOOKS, COUNTERS, PROGRAMS, RINGS, FLAGS = (
+    DECLARED.CLASSES, DECLARED.RAN, DECLARED.PROBES, DECLARED.HOOKS, DECLARED.COUNTERS,
+    DECLARED.PROGRAMS, DECLARED.RINGS, DECLARED.FLAGS)
 not_attached = DECLARED.not_attached

@@ -70,7 +70,7 @@ ALPHA = 0.05
 # What a log of every record loses that the diagnosis reads.
 HISTORY_PROBES = ("chksum", "irq", "softirq", "ran")
 # Innermost first: the order in which identities that tie are ranked.
-NESTING = ("hrtimer", "timer", "tasklet", "work", "irq", "softirq", "switch")
+NESTING = ("hrtimer", "timer", "tasklet", "work", "kwork", "irq", "softirq", "switch")
 RAN_IRQ = chkwinlog.RAN.index("irq")
 RAN_SWITCH = chkwinlog.RAN.index("switch")
 WORDS = {

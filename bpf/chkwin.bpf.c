@@ -164,7 +164,7 @@ static __always_inline void chksum_end(__u32 result)
 	if (f->window_irqs)
 		count_in(s, CHKWIN_CNT_CHKSUM_WINDOW);
 	rec_write_by(CHKWIN_REC_CHKSUM, f->begin, inflight_cpu(f), f->tid, CHKWIN_PROBE_CHKSUM,
-		     CHKWIN_RING_CALLS, fill_chksum, f, result);
+		     fill_chksum, f, result);
 }
 
 SEC("tp_btf/ext4_chksum_begin")
@@ -257,7 +257,7 @@ static __always_inline void verdict(__u64 ino, __u32 dev, __u32 stored, __u32 co
 	count_in(s, CHKWIN_CNT_VERIFY);
 	if (stored != computed)
 		count_in(s, CHKWIN_CNT_VERIFY_BAD);
-	rec_write_by(CHKWIN_REC_VERIFY, ts, cpu, tid, CHKWIN_PROBE_VERIFY, CHKWIN_RING_CALLS,
+	rec_write_by(CHKWIN_REC_VERIFY, ts, cpu, tid, CHKWIN_PROBE_VERIFY,
 		     fill_verify, flags, ino, dev, stored, computed, caller, block);
 	if (stored != computed)
 		snapshot(CHKWIN_REC_VERIFY, ts);
@@ -304,7 +304,7 @@ static __always_inline void iget_done(__u64 ino, __u32 dev, __u64 ret)
 	count_in(s, CHKWIN_CNT_IGET);
 	if (err == -EBADMSG)
 		count_in(s, CHKWIN_CNT_IGET_BADCRC);
-	rec_write_by(CHKWIN_REC_IGET, ts, cpu, tid, CHKWIN_PROBE_IGET, CHKWIN_RING_CALLS,
+	rec_write_by(CHKWIN_REC_IGET, ts, cpu, tid, CHKWIN_PROBE_IGET,
 		     fill_iget, ino, dev, err);
 	if (err == -EBADMSG)
 		snapshot(CHKWIN_REC_IGET, ts);
@@ -601,13 +601,13 @@ int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 	/* Asked once for the two records, and not at all where none is kept. */
 	cpu = inflight_cpu(f);
 	tid = record_mode == CHKWIN_RECORD_COUNTS ? 0 : (__u32)bpf_get_current_pid_tgid();
-	rec_write_by(CHKWIN_REC_IRQ, a->ts, cpu, tid, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS,
+	rec_write_by(CHKWIN_REC_IRQ, a->ts, cpu, tid, CHKWIN_PROBE_IRQ,
 		     fill_irq, a, irq, end);
 	/*
 	 * Which handler it was, which the irq number alone does not say; its
 	 * ts is the irq record's end_ns, so the two pair up.
 	 */
-	rec_write_by(CHKWIN_REC_RAN, end, cpu, tid, CHKWIN_PROBE_IRQ, CHKWIN_RING_ARRIVALS,
+	rec_write_by(CHKWIN_REC_RAN, end, cpu, tid, CHKWIN_PROBE_IRQ,
 		     fill_ran, CHKWIN_RAN_IRQ, (__u64)action->handler, irq);
 	/* Where no checksum can fail, the history around the arrival itself. */
 	if (snapshot_on_window && a->class == CHKWIN_CLASS_WINDOW)
@@ -645,7 +645,7 @@ int BPF_PROG(softirq_exit, unsigned int vec)
 	if (!begin || !*begin)
 		return 0;
 	count(CHKWIN_CNT_SOFTIRQ);
-	rec_write(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ, CHKWIN_RING_ARRIVALS,
+	rec_write(CHKWIN_REC_SOFTIRQ, *begin, CHKWIN_PROBE_SOFTIRQ,
 		  fill_softirq, vec);
 	*begin = 0;
 	return 0;
@@ -674,7 +674,7 @@ static __always_inline void block_event(struct request *rq, bool complete, int e
 {
 	if (record_mode != CHKWIN_RECORD_FAILURES)
 		count(CHKWIN_CNT_BLOCK);
-	rec_write(CHKWIN_REC_BLOCK, bpf_ktime_get_ns(), CHKWIN_PROBE_BLOCK, CHKWIN_RING_BLOCKS,
+	rec_write(CHKWIN_REC_BLOCK, bpf_ktime_get_ns(), CHKWIN_PROBE_BLOCK,
 		  fill_block, rq, complete, error);
 }
 
@@ -708,7 +708,7 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 static __always_inline void ran_fn(__u8 what, __u64 fn)
 {
 	count(CHKWIN_CNT_RAN);
-	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN,
 		  fill_ran, what, fn, 0);
 }
 
@@ -737,9 +737,10 @@ int tasklet_entry(u64 *ctx)
 	return 0;
 }
 
-static __always_inline void fill_ran_work(struct chkwin_rec *r, __u64 fn)
+/* A function that ran in a task of its own, and the task. */
+static __always_inline void fill_ran_task(struct chkwin_rec *r, __u8 what, __u64 fn)
 {
-	fill_ran(r, CHKWIN_RAN_WORK, fn, 0);
+	fill_ran(r, what, fn, 0);
 	bpf_get_current_comm(r->ran.comm, sizeof(r->ran.comm));
 }
 
@@ -749,8 +750,20 @@ int BPF_PROG(work_start, struct work_struct *work)
 	if (!wanted())
 		return 0;
 	count(CHKWIN_CNT_RAN);
-	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS,
-		  fill_ran_work, (__u64)work->func);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN,
+		  fill_ran_task, CHKWIN_RAN_WORK, (__u64)work->func);
+	return 0;
+}
+
+/* A kthread_worker's item (sched.h's, 5.13 on): the function, in its worker. */
+SEC("tp_btf/sched_kthread_work_execute_start")
+int BPF_PROG(kwork_start, struct kthread_work *work)
+{
+	if (!wanted())
+		return 0;
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, fill_ran_task,
+		  CHKWIN_RAN_KWORK, (__u64)work->func);
 	return 0;
 }
 
@@ -778,7 +791,7 @@ int BPF_PROG(switch_away, bool preempt, struct task_struct *prev, struct task_st
 	count_in(s, CHKWIN_CNT_RAN);
 	/* The switching task is prev, the one whose gate is open. */
 	rec_write_by(CHKWIN_REC_RAN, bpf_ktime_get_ns(), inflight_cpu(f), f->open_tid,
-		     CHKWIN_PROBE_RAN, CHKWIN_RING_ARRIVALS, fill_ran_switch, next);
+		     CHKWIN_PROBE_RAN, fill_ran_switch, next);
 	return 0;
 }
 
@@ -810,7 +823,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
 	ts = bpf_ktime_get_ns();
-	rec_write(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE, CHKWIN_RING_ARRIVALS, fill_sample,
+	rec_write(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE,fill_sample,
 		  pc, sp, p, el);
 	if (snapshot_on_window && p.class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_SAMPLE, ts);

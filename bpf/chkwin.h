@@ -47,7 +47,9 @@ struct chkwin_watched {
 /*
  * Every record type and its payload, declared once, in the manner of the
  * kernel's TRACE_EVENT.  CHKWIN_RECORDS(R) lists the types in the order of
- * their numbers (from 1), each R(TYPE, name); CHKWIN_<TYPE>_FIELDS(F, rec)
+ * their numbers (from 1), each R(TYPE, name, ring): ring is the flight
+ * recorder's ring that keeps it (enum chkwin_ring, CALLS, ARRIVALS or
+ * BLOCKS; NONE: none keeps it); CHKWIN_<TYPE>_FIELDS(F, rec)
  * lists a type's fields in their order in the payload, each
  *
  *	F(rec, ctype, name, dims, show, when)
@@ -64,15 +66,15 @@ struct chkwin_watched {
  * and the BPF code that fills it.
  */
 #define CHKWIN_RECORDS(R)						\
-	R(CHKSUM, chksum)	/* one checksum computation, begin to end */ \
-	R(VERIFY, verify)	/* a metadata checksum verdict */	\
-	R(IGET, iget)		/* __ext4_iget() returned */		\
-	R(IRQ, irq)		/* a hardirq arrival, handler entry to exit */ \
-	R(SOFTIRQ, softirq)	/* one softirq vector run */		\
-	R(BLOCK, block)		/* a block request issued or completed */ \
-	R(SAMPLE, sample)	/* a cpu-clock sampler tick */		\
-	R(SNAPSHOT, snapshot)	/* --record failures: a history snapshot follows */ \
-	R(RAN, ran)		/* what ran on a CPU without its code calling it */
+	R(CHKSUM, chksum, CALLS)	/* one checksum computation, begin to end */ \
+	R(VERIFY, verify, CALLS)	/* a metadata checksum verdict */ \
+	R(IGET, iget, CALLS)		/* __ext4_iget() returned */	\
+	R(IRQ, irq, ARRIVALS)	/* a hardirq arrival, handler entry to exit */ \
+	R(SOFTIRQ, softirq, ARRIVALS)	/* one softirq vector run */	\
+	R(BLOCK, block, BLOCKS)	/* a block request issued or completed */ \
+	R(SAMPLE, sample, ARRIVALS)	/* a cpu-clock sampler tick */	\
+	R(SNAPSHOT, snapshot, NONE)	/* --record failures: a history snapshot follows */ \
+	R(RAN, ran, ARRIVALS)	/* what ran on a CPU without its code calling it */
 
 #define CHKWIN_CHKSUM_FIELDS(F, r)					\
 	F(r, __u64, end_ns, , DEC, ALWAYS)				\
@@ -157,7 +159,7 @@ struct chkwin_watched {
 	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid */ \
 	F(r, __u8, what, , DEC, ALWAYS)	/* enum chkwin_ran_kind, CHKWIN_RAN_TABLE */ \
 	F(r, __u8, pad, [3], PAD, ALWAYS)				\
-	/* work, switch: the task (an irq's action is named by the header's irq.N) */ \
+	/* work, kwork, switch: the task (an irq's action is named by the header's irq.N) */ \
 	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS)
 
 /*
@@ -170,7 +172,8 @@ struct chkwin_watched {
 	K(TIMER, timer)		/* timer_expire_entry: the callback (softirq) */ \
 	K(TASKLET, tasklet)	/* tasklet_entry: the function (softirq) */ \
 	K(WORK, work)		/* workqueue_execute_start: the work function */ \
-	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */
+	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */ \
+	K(KWORK, kwork)		/* sched_kthread_work_execute_start: a kthread_worker's work function */
 
 #define CHKWIN_RAN_ENUM(NAME, name) CHKWIN_RAN_##NAME,
 enum chkwin_ran_kind {
@@ -178,7 +181,7 @@ enum chkwin_ran_kind {
 	CHKWIN_RAN_KINDS,
 };
 
-#define CHKWIN_REC_ENUM(TYPE, name) CHKWIN_REC_##TYPE,
+#define CHKWIN_REC_ENUM(TYPE, name, ring) CHKWIN_REC_##TYPE,
 enum chkwin_rec_type {
 	CHKWIN_REC_NONE,
 	CHKWIN_RECORDS(CHKWIN_REC_ENUM)
@@ -251,7 +254,57 @@ enum chkwin_class {
 	H(TIMER, timer, RAN, "No timer callbacks")			\
 	H(TASKLET, tasklet, RAN, "No tasklets")				\
 	H(WORK, work, RAN, "No workqueue items")			\
-	H(SWITCH, switch, RAN, "No task switches")
+	H(SWITCH, switch, RAN, "No task switches")			\
+	H(KWORK, kwork, RAN, "No kthread_worker items")
+
+/*
+ * The ways a plan can attach a hook (loader/plan.c chooses one a hook; its
+ * mode.HOOK words it), one bit each, and CHKWIN_PROGRAM_TABLE(P): which
+ * BPF program serves which hook in which ways, each P(program, HOOK,
+ * ways).  A program is loaded where the plan attaches its hook in one of
+ * its ways: the one place a program is chosen (loader/chkwin.c, and
+ * analysis/declared.py for the tests).
+ */
+enum chkwin_way {
+	CHKWIN_WAY_TP = 1 << 0,		/* tp_btf on the hook's tracepoints */
+	CHKWIN_WAY_TP_COMPLETE = 1 << 1,	/* block: the completions only */
+	CHKWIN_WAY_KPROBE = 1 << 2,	/* a kprobe, and a kretprobe if it needs one */
+	CHKWIN_WAY_FEXIT = 1 << 3,
+	CHKWIN_WAY_IRQ_REGS = 1 << 4,	/* irq: the pc from __irq_regs */
+	CHKWIN_WAY_IRQ_KPROBE = 1 << 5,	/* irq: from a kprobe on do_interrupt_handler */
+	CHKWIN_WAY_IRQ_STACK = 1 << 6,	/* irq: from the stack */
+	CHKWIN_WAY_PERF_EVENT = 1 << 7,
+};
+
+#define CHKWIN_PROGRAM_TABLE(P)						\
+	P(chksum_begin_tp, CHKSUM, CHKWIN_WAY_TP)			\
+	P(chksum_end_tp, CHKSUM, CHKWIN_WAY_TP)				\
+	P(chksum_update_entry, CHKSUM, CHKWIN_WAY_KPROBE)		\
+	P(chksum_update_return, CHKSUM, CHKWIN_WAY_KPROBE)		\
+	P(verify_tp, VERIFY, CHKWIN_WAY_TP)				\
+	P(metadata_verify_tp, VERIFY_META, CHKWIN_WAY_TP)		\
+	P(iget_fexit, IGET, CHKWIN_WAY_FEXIT)				\
+	P(iget_entry, IGET, CHKWIN_WAY_KPROBE)				\
+	P(iget_return, IGET, CHKWIN_WAY_KPROBE)				\
+	P(irq_regs_kretprobe, IRQ, CHKWIN_WAY_IRQ_KPROBE)		\
+	P(irq_regs_kprobe, IRQ, CHKWIN_WAY_IRQ_KPROBE)			\
+	P(irq_entry_regs, IRQ, CHKWIN_WAY_IRQ_REGS)			\
+	P(irq_entry_saved, IRQ, CHKWIN_WAY_IRQ_KPROBE)			\
+	P(irq_entry_stack, IRQ, CHKWIN_WAY_IRQ_STACK)			\
+	P(ipi_entry, IPI, CHKWIN_WAY_TP)				\
+	P(irq_exit, IRQ, CHKWIN_WAY_IRQ_REGS | CHKWIN_WAY_IRQ_KPROBE |	\
+	  CHKWIN_WAY_IRQ_STACK)						\
+	P(softirq_entry, SOFTIRQ, CHKWIN_WAY_TP)			\
+	P(softirq_exit, SOFTIRQ, CHKWIN_WAY_TP)				\
+	P(block_rq_issue, BLOCK, CHKWIN_WAY_TP)				\
+	P(block_rq_complete, BLOCK, CHKWIN_WAY_TP | CHKWIN_WAY_TP_COMPLETE) \
+	P(hrtimer_entry, HRTIMER, CHKWIN_WAY_TP)			\
+	P(timer_entry, TIMER, CHKWIN_WAY_TP)				\
+	P(tasklet_entry, TASKLET, CHKWIN_WAY_TP)			\
+	P(work_start, WORK, CHKWIN_WAY_TP)				\
+	P(switch_away, SWITCH, CHKWIN_WAY_TP)				\
+	P(kwork_start, KWORK, CHKWIN_WAY_TP)				\
+	P(sample, SAMPLE, CHKWIN_WAY_PERF_EVENT)
 
 /*
  * CHKWIN_COUNTER_TABLE(C): the per-CPU counters, each C(NAME, name,
@@ -396,15 +449,16 @@ enum chkwin_record_mode {
 
 /*
  * The flight recorder's rings: per CPU the last K checksum calls and
- * verdicts (chksum, verify, iget records) and the last K of what arrived
- * or ran on it (irq, sample, softirq, ran); one ring of the last K block
- * completions shared by all CPUs, since a completion may land on any CPU.
+ * verdicts and the last K of what arrived or ran on it; one ring of the
+ * last K block completions shared by all CPUs, since a completion may land
+ * on any CPU.  Which record types each keeps: CHKWIN_RECORDS.
  */
 enum chkwin_ring {
 	CHKWIN_RING_CALLS,
 	CHKWIN_RING_ARRIVALS,
 	CHKWIN_RING_BLOCKS,
 	CHKWIN_RINGS,
+	CHKWIN_RING_NONE = CHKWIN_RINGS,	/* a record no ring keeps */
 };
 
 #define CHKWIN_HISTORY_MAX	65536
@@ -437,11 +491,11 @@ struct chkwin_rec_head {
 };
 
 #define CHKWIN_REC_FIELD(rec, ctype, name, dims, show, when) ctype name dims;
-#define CHKWIN_REC_STRUCT(TYPE, name) \
+#define CHKWIN_REC_STRUCT(TYPE, name, ring) \
 	struct chkwin_##name { CHKWIN_##TYPE##_FIELDS(CHKWIN_REC_FIELD, name) };
 CHKWIN_RECORDS(CHKWIN_REC_STRUCT)
 
-#define CHKWIN_REC_MEMBER(TYPE, name) struct chkwin_##name name;
+#define CHKWIN_REC_MEMBER(TYPE, name, ring) struct chkwin_##name name;
 struct chkwin_rec {
 	struct chkwin_rec_head h;
 	union {

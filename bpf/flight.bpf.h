@@ -38,8 +38,12 @@ struct {
 	__type(value, struct ring_head);
 } history_heads SEC(".maps");
 
+#define RING_OF_TYPE(TYPE, name, ring) [CHKWIN_REC_##TYPE] = CHKWIN_RING_##ring,
+/* The history ring each record type goes to (bpf/chkwin.h CHKWIN_RECORDS). */
+static const __u8 ring_of_type[CHKWIN_REC_TYPES] = { CHKWIN_RECORDS(RING_OF_TYPE) };
+
 /* The history ring of this CPU (cpu: bpf_get_smp_processor_id(), read once). */
-static __always_inline __u32 ring_of(enum chkwin_ring ring, __u32 cpu)
+static __always_inline __u32 ring_of(__u8 ring, __u32 cpu)
 {
 	if (ring == CHKWIN_RING_BLOCKS)
 		return 2 * nr_cpus;
@@ -52,7 +56,7 @@ static __always_inline __u32 ring_of(enum chkwin_ring ring, __u32 cpu)
  * ring, pushes are dropped (and counted): they come after the failure,
  * and would overwrite what the snapshot is sending.
  */
-static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __u32 cpu)
+static __always_inline struct chkwin_rec *history_slot(__u8 ring, __u32 cpu)
 {
 	__u32 id = ring_of(ring, cpu), key;
 	struct ring_head *h = bpf_map_lookup_elem(&history_heads, &id);
@@ -71,8 +75,8 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 
 /*
  * A record is written where it goes, never built on the stack first:
- * reserved in the ring (-R all), in its history ring's next slot (-R
- * failures), or nowhere (-R counts): then nothing is built, and the cpu and
+ * reserved in the ring (-R all), in the next slot of its type's history
+ * ring (-R failures; ring_of_type), or nowhere (-R counts): then nothing is built, and the cpu and
  * tid expressions are not evaluated.  fill(r, ...) writes the payload in
  * place.  A full ring counts as the probe's loss.  A macro, not a
  * function, so that the verifier sees each reservation checked once and
@@ -80,7 +84,7 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
  * tid from a caller that has them already (a helper call each saved on
  * the checksum path); rec_write() asks the kernel.
  */
-#define rec_write_by(type, ts, cpu, tid, probe, ring, fill, ...)		\
+#define rec_write_by(type, ts, cpu, tid, probe, fill, ...)			\
 	do {									\
 		struct chkwin_rec *r_;						\
 		__u32 cpu_;							\
@@ -97,7 +101,7 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 			}							\
 		} else if (record_mode == CHKWIN_RECORD_FAILURES) {		\
 			cpu_ = (cpu);						\
-			r_ = history_slot(ring, cpu_);				\
+			r_ = history_slot(ring_of_type[type], cpu_);		\
 			if (r_) {						\
 				rec_head(r_, type, ts, cpu_, (tid));		\
 				fill(r_, __VA_ARGS__);				\
@@ -105,9 +109,9 @@ static __always_inline struct chkwin_rec *history_slot(enum chkwin_ring ring, __
 		}								\
 	} while (0)
 
-#define rec_write(type, ts, probe, ring, fill, ...)				\
+#define rec_write(type, ts, probe, fill, ...)					\
 	rec_write_by(type, ts, bpf_get_smp_processor_id(),			\
-		     (__u32)bpf_get_current_pid_tgid(), probe, ring, fill, __VA_ARGS__)
+		     (__u32)bpf_get_current_pid_tgid(), probe, fill, __VA_ARGS__)
 
 struct drain {
 	__u32 ring;

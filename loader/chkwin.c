@@ -113,40 +113,50 @@ static void print_plan(FILE *out, const struct chkwin_plan *p, const struct chkw
 }
 
 /* Exactly the programs the plan chose get loaded. */
-static void choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
-{
-	bool chksum = chkwin_plan_on(p, HOOK_CHKSUM), irq = chkwin_plan_on(p, HOOK_IRQ);
-	bool iget = chkwin_plan_on(p, HOOK_IGET), block = chkwin_plan_on(p, HOOK_BLOCK);
-	bool softirq = chkwin_plan_on(p, HOOK_SOFTIRQ);
+#define PROGRAM_NAME(prog, HOOK, ways) #prog,
+static const char *const table_programs[] = { CHKWIN_PROGRAM_TABLE(PROGRAM_NAME) };
 
-	bpf_program__set_autoload(s->progs.chksum_begin_tp, chksum && p->use_chksum_tp);
-	bpf_program__set_autoload(s->progs.chksum_end_tp, chksum && p->use_chksum_tp);
-	bpf_program__set_autoload(s->progs.chksum_update_entry, chksum && !p->use_chksum_tp);
-	bpf_program__set_autoload(s->progs.chksum_update_return, chksum && !p->use_chksum_tp);
-	bpf_program__set_autoload(s->progs.verify_tp, chkwin_plan_on(p, HOOK_VERIFY));
-	bpf_program__set_autoload(s->progs.metadata_verify_tp,
-				  chkwin_plan_on(p, HOOK_VERIFY_META));
-	bpf_program__set_autoload(s->progs.iget_fexit, iget && p->use_fexit_iget);
-	bpf_program__set_autoload(s->progs.iget_entry, iget && !p->use_fexit_iget);
-	bpf_program__set_autoload(s->progs.iget_return, iget && !p->use_fexit_iget);
-	bpf_program__set_autoload(s->progs.irq_entry_regs, irq && p->irq_pc == IRQ_PC_IRQ_REGS);
-	bpf_program__set_autoload(s->progs.irq_regs_kprobe, irq && p->irq_pc == IRQ_PC_KPROBE);
-	bpf_program__set_autoload(s->progs.irq_regs_kretprobe, irq && p->irq_pc == IRQ_PC_KPROBE);
-	bpf_program__set_autoload(s->progs.irq_entry_saved, irq && p->irq_pc == IRQ_PC_KPROBE);
-	bpf_program__set_autoload(s->progs.irq_entry_stack, irq && p->irq_pc == IRQ_PC_STACK);
-	bpf_program__set_autoload(s->progs.irq_exit, irq);
-	bpf_program__set_autoload(s->progs.ipi_entry, chkwin_plan_on(p, HOOK_IPI));
-	bpf_program__set_autoload(s->progs.softirq_entry, softirq);
-	bpf_program__set_autoload(s->progs.softirq_exit, softirq);
-	bpf_program__set_autoload(s->progs.block_rq_issue,
-				  block && p->record != CHKWIN_RECORD_FAILURES);
-	bpf_program__set_autoload(s->progs.block_rq_complete, block);
-	bpf_program__set_autoload(s->progs.sample, chkwin_plan_on(p, HOOK_SAMPLE));
-	bpf_program__set_autoload(s->progs.hrtimer_entry, chkwin_plan_on(p, HOOK_HRTIMER));
-	bpf_program__set_autoload(s->progs.timer_entry, chkwin_plan_on(p, HOOK_TIMER));
-	bpf_program__set_autoload(s->progs.tasklet_entry, chkwin_plan_on(p, HOOK_TASKLET));
-	bpf_program__set_autoload(s->progs.work_start, chkwin_plan_on(p, HOOK_WORK));
-	bpf_program__set_autoload(s->progs.switch_away, chkwin_plan_on(p, HOOK_SWITCH));
+/*
+ * Each program loads where the plan attaches its hook in one of its ways
+ * (bpf/chkwin.h CHKWIN_PROGRAM_TABLE).  A program of the object the table
+ * does not name, or a hook attached in a way no program serves, is an
+ * error: the table and the object have come apart.
+ */
+static int choose_programs(struct chkwin_bpf *s, const struct chkwin_plan *p)
+{
+	unsigned int served = 0;
+	struct bpf_program *prog;
+	size_t i;
+	int h;
+
+#define CHOOSE(prog, HOOK, ways)							\
+	do {										\
+		bool on = chkwin_plan_on(p, HOOK_##HOOK) && (p->way[HOOK_##HOOK] & (ways)); \
+											\
+		bpf_program__set_autoload(s->progs.prog, on);				\
+		served |= on ? 1U << HOOK_##HOOK : 0;					\
+	} while (0);
+	CHKWIN_PROGRAM_TABLE(CHOOSE)
+#undef CHOOSE
+	bpf_object__for_each_program(prog, s->obj) {
+		for (i = 0; i < sizeof(table_programs) / sizeof(table_programs[0]); i++)
+			if (!strcmp(bpf_program__name(prog), table_programs[i]))
+				break;
+		if (i == sizeof(table_programs) / sizeof(table_programs[0])) {
+			fprintf(stderr, "chkwin: error: program %s has no line in CHKWIN_PROGRAM_TABLE\n",
+				bpf_program__name(prog));
+			return -1;
+		}
+	}
+	for (h = 0; h < HOOKS; h++) {
+		if (chkwin_plan_on(p, (enum chkwin_hook)h) && !(served & 1U << h)) {
+			fprintf(stderr, "chkwin: error: hook %s is attached (%s) but no program of "
+				"CHKWIN_PROGRAM_TABLE serves its way\n", chkwin_hook_names[h],
+				p->mode[h]);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* What the plan loads and attaches in this record mode, one line. */
@@ -160,7 +170,10 @@ static int print_programs(FILE *out, const struct chkwin_plan *p)
 		fprintf(stderr, "chkwin: error: cannot open the BPF object: %s\n", strerror(errno));
 		return -1;
 	}
-	choose_programs(s, p);
+	if (choose_programs(s, p)) {
+		chkwin_bpf__destroy(s);
+		return -1;
+	}
 	fprintf(out, "chkwin: programs");
 	bpf_object__for_each_program(prog, s->obj) {
 		if (bpf_program__autoload(prog)) {
@@ -173,8 +186,8 @@ static int print_programs(FILE *out, const struct chkwin_plan *p)
 	return 0;
 }
 
-static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
-		      const struct chkwin_opts *o, int ncpus)
+static int configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
+		     const struct chkwin_opts *o, int ncpus)
 {
 	bool failures = o->record == CHKWIN_RECORD_FAILURES;
 	/* Two rings per CPU and the shared blocks ring (flight.bpf.h). */
@@ -215,7 +228,7 @@ static void configure(struct chkwin_bpf *s, const struct chkwin_plan *p,
 	while (rb < (unsigned long)o->ringbuf_mb << 20)
 		rb <<= 1;
 	bpf_map__set_max_entries(s->maps.events, (__u32)rb);
-	choose_programs(s, p);
+	return choose_programs(s, p);
 }
 
 /* --windows: the placed windows into the map the programs search. */
@@ -621,7 +634,9 @@ static int run(const struct chkwin_opts *o)
 		fprintf(stderr, "chkwin: error: cannot open the BPF object: %s\n", strerror(-err));
 		goto out;
 	}
-	configure(r.skel, &r.plan, o, r.ncpus);
+	err = configure(r.skel, &r.plan, o, r.ncpus);
+	if (err)
+		goto out;
 	err = chkwin_bpf__load(r.skel);
 	if (err) {
 		fprintf(stderr, "chkwin: error: cannot load the BPF programs: %s (-v shows the verifier log)\n",

@@ -8,7 +8,7 @@
 
 #include "names.h"
 
-#define REC_NAME(TYPE, name) [CHKWIN_REC_##TYPE] = #name,
+#define REC_NAME(TYPE, name, ring) [CHKWIN_REC_##TYPE] = #name,
 static const char *const rec_names[CHKWIN_REC_TYPES] = { CHKWIN_RECORDS(REC_NAME) };
 
 #define CLASS_NAME(NAME, name) [CHKWIN_CLASS_##NAME] = #name,

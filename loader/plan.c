@@ -203,6 +203,14 @@ static int failed(struct chkwin_plan *plan, const char *fmt, const char *arg)
 	return -1;
 }
 
+/* A hook attached in way (a CHKWIN_WAY_* bit), said as mode. */
+static void attach(struct chkwin_plan *p, enum chkwin_hook hook, unsigned int way,
+		   const char *mode)
+{
+	p->way[hook] = way;
+	p->mode[hook] = mode;
+}
+
 static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		       const struct ksyms *ks, struct chkwin_plan *p)
 {
@@ -216,15 +224,14 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	if (o->off[HOOK_CHKSUM]) {
 		p->mode[HOOK_CHKSUM] = "off";
 	} else if (tp && o->mode != ATTACH_FALLBACK) {
-		p->mode[HOOK_CHKSUM] = "tp_btf";
-		p->use_chksum_tp = true;
+		attach(p, HOOK_CHKSUM, CHKWIN_WAY_TP, "tp_btf");
 	} else if (o->mode == ATTACH_TRACEPOINT) {
 		return failed(p, "no ext4_chksum_begin/_end tracepoints in %s (not a chkwin kernel?)",
 			      "kernel BTF");
 	} else if ((update = ksyms_pick(ks, "chksum_update", "crc32c_generic", &n)) ||
 		   /* Built in (Debian's -cloud), crc32c_generic's is beside its cra_init. */
 		   (n > 1 && (update = ksyms_pick_near(ks, "chksum_update", "crc32c_cra_init")))) {
-		p->mode[HOOK_CHKSUM] = "kprobe:chksum_update";
+		attach(p, HOOK_CHKSUM, CHKWIN_WAY_KPROBE, "kprobe:chksum_update");
 		func = "chksum_update";
 		if (n > 1) {
 			p->chksum_update_addr = update->addr;
@@ -242,7 +249,7 @@ static int plan_chksum(const struct chkwin_opts *o, const struct kernel_btf *kb,
 			      "chksum_update (crc32c_generic) in kallsyms");
 	}
 	/* Arrivals are placed in ext4_chksum() if it is out of line. */
-	if (!p->use_chksum_tp && ksyms_addr(ks, "ext4_chksum"))
+	if (p->way[HOOK_CHKSUM] != CHKWIN_WAY_TP && ksyms_addr(ks, "ext4_chksum"))
 		func = "ext4_chksum";
 	if (update && !strcmp(func, "chksum_update") ?
 	    !ksyms_range_of(ks, update, &p->func[0].start, &p->func[0].end) :
@@ -261,7 +268,7 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	if (o->off[HOOK_VERIFY])
 		p->mode[HOOK_VERIFY] = "off";
 	else if (tp && o->mode != ATTACH_FALLBACK)
-		p->mode[HOOK_VERIFY] = "tp_btf";
+		attach(p, HOOK_VERIFY, CHKWIN_WAY_TP, "tp_btf");
 	else if (o->mode == ATTACH_TRACEPOINT)
 		return failed(p, "no ext4_inode_csum_verify tracepoint in %s", "kernel BTF");
 	else
@@ -270,7 +277,7 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	if (o->off[HOOK_VERIFY_META])
 		p->mode[HOOK_VERIFY_META] = "off";
 	else if (has_tp(kb, "ext4_metadata_csum_verify") && o->mode != ATTACH_FALLBACK)
-		p->mode[HOOK_VERIFY_META] = "tp_btf";
+		attach(p, HOOK_VERIFY_META, CHKWIN_WAY_TP, "tp_btf");
 	else
 		p->mode[HOOK_VERIFY_META] = "absent";
 
@@ -286,10 +293,9 @@ static int plan_iget(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	} else if (!ksyms_addr(ks, "__ext4_iget")) {
 		return failed(p, "no %s in kallsyms (is ext4 loaded?)", "__ext4_iget");
 	} else if (o->mode != ATTACH_FALLBACK && fexit_attaches(kb, "__ext4_iget")) {
-		p->mode[HOOK_IGET] = "fexit";
-		p->use_fexit_iget = true;
+		attach(p, HOOK_IGET, CHKWIN_WAY_FEXIT, "fexit");
 	} else {
-		p->mode[HOOK_IGET] = "kprobe+kretprobe";
+		attach(p, HOOK_IGET, CHKWIN_WAY_KPROBE, "kprobe+kretprobe");
 	}
 	return 0;
 }
@@ -315,13 +321,15 @@ static int plan_irq_context(const struct chkwin_opts *o, const struct kernel_btf
 {
 	if (o->off[HOOK_IPI] || o->off[HOOK_IRQ])
 		p->mode[HOOK_IPI] = "off";
+	else if (has_tp(kb, "ipi_entry"))
+		attach(p, HOOK_IPI, CHKWIN_WAY_TP, "tp_btf");
 	else
-		p->mode[HOOK_IPI] = has_tp(kb, "ipi_entry") ? "tp_btf" : "absent";
+		p->mode[HOOK_IPI] = "absent";
 
 	if (o->off[HOOK_SOFTIRQ])
 		p->mode[HOOK_SOFTIRQ] = "off";
 	else if (has_tp(kb, "softirq_entry") && has_tp(kb, "softirq_exit"))
-		p->mode[HOOK_SOFTIRQ] = "tp_btf";
+		attach(p, HOOK_SOFTIRQ, CHKWIN_WAY_TP, "tp_btf");
 	else
 		return failed(p, "no softirq_entry/exit tracepoints in %s", "kernel BTF");
 	return 0;
@@ -342,17 +350,17 @@ static int plan_irq(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	    /* Fallback plans as for a kernel without KALLSYMS_ALL. */
 	    (o->mode != ATTACH_FALLBACK || o->irq_pc == IRQ_PC_IRQ_REGS) &&
 	    ksyms_addr(ks, "__irq_regs")) {
-		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_IRQ_REGS];
+		attach(p, HOOK_IRQ, CHKWIN_WAY_IRQ_REGS, chkwin_irq_pc_modes[IRQ_PC_IRQ_REGS]);
 		p->irq_pc = IRQ_PC_IRQ_REGS;
 	} else if (irq_pc_may(o, IRQ_PC_KPROBE) &&
 		   ksyms_pick(ks, CHKWIN_IRQ_REGS_FUNC, NULL, &n) && n == 1 &&
 		   !(kprobe = kprobe_registers(CHKWIN_IRQ_REGS_FUNC))) {
-		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_KPROBE];
+		attach(p, HOOK_IRQ, CHKWIN_WAY_IRQ_KPROBE, chkwin_irq_pc_modes[IRQ_PC_KPROBE]);
 		p->irq_pc = IRQ_PC_KPROBE;
 		/* For the arrivals the kprobe misses; without them those are unknown. */
 		find_irq_vectors(ks, p);
 	} else if (irq_pc_may(o, IRQ_PC_STACK) && !find_irq_vectors(ks, p)) {
-		p->mode[HOOK_IRQ] = chkwin_irq_pc_modes[IRQ_PC_STACK];
+		attach(p, HOOK_IRQ, CHKWIN_WAY_IRQ_STACK, chkwin_irq_pc_modes[IRQ_PC_STACK]);
 		p->irq_pc = IRQ_PC_STACK;
 	} else if (o->irq_pc == IRQ_PC_IRQ_REGS) {
 		return failed(p, "--irq-pc irq_regs: no %s in kallsyms (CONFIG_KALLSYMS_ALL)",
@@ -394,6 +402,7 @@ static const struct {
 	{ HOOK_TASKLET, "tasklet_entry", 2 },
 	{ HOOK_WORK, "workqueue_execute_start", 1 },
 	{ HOOK_SWITCH, "sched_switch", 3 },
+	{ HOOK_KWORK, "sched_kthread_work_execute_start", 1 },
 };
 
 static void plan_ran(const struct chkwin_opts *o, const struct kernel_btf *kb,
@@ -409,7 +418,7 @@ static void plan_ran(const struct chkwin_opts *o, const struct kernel_btf *kb,
 		else if (o->record == CHKWIN_RECORD_COUNTS)
 			p->mode[h] = CHKWIN_NOT_ATTACHED " (-R counts keeps no ran records)";
 		else if (tp_arity(kb, ran_tps[i].tp) >= ran_tps[i].arity)
-			p->mode[h] = "tp_btf";
+			attach(p, h, CHKWIN_WAY_TP, "tp_btf");
 		else
 			p->mode[h] = "absent";
 	}
@@ -430,9 +439,11 @@ static int plan_block(const struct chkwin_opts *o, const struct kernel_btf *kb,
 	/* v5.11 dropped the request_queue argument of block_rq_issue. */
 	p->rq_issue_arg = arity - 1;
 	/* The history keeps completions; issues would only feed a counter. */
-	p->mode[HOOK_BLOCK] = o->record == CHKWIN_RECORD_FAILURES ?
-		"tp_btf (block_rq_complete; block_rq_issue " CHKWIN_NOT_ATTACHED
-		" under -R failures)" : "tp_btf";
+	if (o->record == CHKWIN_RECORD_FAILURES)
+		attach(p, HOOK_BLOCK, CHKWIN_WAY_TP_COMPLETE, "tp_btf (block_rq_complete; "
+		       "block_rq_issue " CHKWIN_NOT_ATTACHED " under -R failures)");
+	else
+		attach(p, HOOK_BLOCK, CHKWIN_WAY_TP, "tp_btf");
 	return 0;
 }
 
@@ -469,7 +480,10 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 	if (!err)
 		err = plan_block(o, &kb, p);
 	plan_ran(o, &kb, p);
-	p->mode[HOOK_SAMPLE] = o->sample_hz ? "perf_event" : "off";
+	if (o->sample_hz)
+		attach(p, HOOK_SAMPLE, CHKWIN_WAY_PERF_EVENT, "perf_event");
+	else
+		p->mode[HOOK_SAMPLE] = "off";
 	/* A snapshot walks its rings with bpf_loop (5.17). */
 	if (!err && o->record == CHKWIN_RECORD_FAILURES &&
 	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, NULL) != 1)
@@ -477,7 +491,7 @@ int chkwin_plan_make(const struct chkwin_opts *o, struct chkwin_plan *p)
 			     "use --record all");
 	read_callers(&kb, p);
 	p->caller_source = "none";
-	if (!err && p->use_chksum_tp) {
+	if (!err && p->way[HOOK_CHKSUM] == CHKWIN_WAY_TP) {
 		p->caller_source = "tracepoint";
 	} else if (!err && chkwin_plan_on(p, HOOK_CHKSUM)) {
 		chkwin_callers_default(p);

@@ -19,9 +19,9 @@
 struct chkwin_plan {
 	/* How each probe attaches ("tp_btf", "kprobe+kretprobe", "off"...). */
 	const char *mode[HOOKS];
-	bool use_fexit_iget;
+	/* The same as a CHKWIN_WAY_* bit: which programs serve it (0: none). */
+	unsigned int way[HOOKS];
 	enum chkwin_irq_pc irq_pc;	/* the one chosen (AUTO while irq is off) */
-	bool use_chksum_tp;
 	/*
 	 * Fallback: where several symbols are called chksum_update (newer
 	 * kernels refuse a kprobe by such a name), crc32c_generic's, attached

@@ -21,7 +21,7 @@
 	{ #fname, offsetof(struct chkwin_##rec, fname),			\
 	  sizeof(((struct chkwin_##rec *)0)->fname), CHKWIN_SHOW_##show,	\
 	  CHKWIN_WHEN_##when },
-#define TYPE(TYPE_, rname)						\
+#define TYPE(TYPE_, rname, ring)						\
 	[CHKWIN_REC_##TYPE_] = { #rname,				\
 		sizeof((struct chkwin_field[]){ CHKWIN_##TYPE_##_FIELDS(FIELD, rname) }) / \
 		sizeof(struct chkwin_field),				\

@@ -25,6 +25,7 @@ from tests.boots import assert_nothing_lost, boot_many, icount_args
 
 from analysis import chkwinlog
 from analysis import correlate
+from analysis import declared
 from analysis import fsgeom
 
 pytestmark = pytest.mark.guest
@@ -73,7 +74,7 @@ def test_every_kept_ran_hook_attached_and_nothing_lost(runs):
     inode loop loses no record and no snapshot."""
     for run, log, _ in runs.values():
         assert log.status == "complete"
-        for hook in ("hrtimer", "timer", "tasklet", "work", "switch", "softirq"):
+        for hook in [h.name for h in declared.HOOKS if h.probe == "ran"] + ["softirq"]:
             assert log.header[f"mode.{hook}"] == "tp_btf", hook
         assert log.header["mode.iget"].startswith(chkwinlog.NOT_ATTACHED)
         assert_nothing_lost(log.trailer, {"iget", "sample"})

@@ -22,6 +22,7 @@ from tests.decoded import Decoded, decode, finish
 from tests.boots import assert_nothing_lost, boot, icount_args, recorded_gcc49
 from tests.kernels import IRQ_KPROBE_MODE
 
+from analysis import declared
 from guest.host import loaderbuild
 
 # Two-vCPU guests on the host clock (make test's hostclock phase); the
@@ -247,8 +248,9 @@ def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
 
 
 # The hooks of what ran inside the computations, and their programs.
-RAN_HOOKS = {"hrtimer": "hrtimer_entry", "timer": "timer_entry", "tasklet": "tasklet_entry",
-             "work": "work_start", "switch": "switch_away"}
+# The hooks that feed ran records and their programs (bpf/chkwin.h's tables).
+RAN_HOOKS = {p.hook: p.name for p in declared.PROGRAMS
+             if next(h for h in declared.HOOKS if h.name == p.hook).probe == "ran"}
 
 
 def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
@@ -297,6 +299,22 @@ def test_dry_run_prints_the_plan_and_attaches_nothing(tmp_path):
     # One program an event: the irq entry reads the pc one way or another.
     for chosen in programs.values():
         assert len(chosen & {"irq_entry_regs", "irq_entry_saved", "irq_entry_stack"}) == 1
+    # Every plan loads programs of bpf/chkwin.h's table only, and for each
+    # hook some of its own exactly where the plan attaches it.
+    by_hook = collections.defaultdict(set)
+    for prog in declared.PROGRAMS:
+        by_hook[prog.hook].add(prog.name)
+    # Each plan's lines, then the programs it chose.
+    parts = re.split(r"^chkwin: programs (.*) \(\d+ attached under .*$", run.console,
+                     flags=re.M)
+    assert len(parts) // 2 == DRY_RUNS, len(parts)
+    for part, printed in zip(parts[0::2], parts[1::2]):
+        chosen = set(printed.split())
+        assert chosen <= {prog.name for prog in declared.PROGRAMS}, chosen
+        for h in declared.HOOKS:
+            mode = re.search(rf"^chkwin: {h.name} +(.*)$", part, re.M).group(1)
+            attached = declared.hook_attached({f"mode.{h.name}": mode}, h.name)
+            assert bool(chosen & by_hook[h.name]) == attached, (h.name, mode, sorted(chosen))
 
 
 def test_without_the_lab_windows_no_window_is_watched(tmp_path):

@@ -96,6 +96,12 @@ def test_the_declarations_agree(plan_lines):
      "enum chkwin_need's conditions are"),
     (("C(CHKSUM, chksum, CHKWIN_NEED_CHKSUM)", "C(CHKSUM, chksum, CHKWIN_NEED_CHKSUM"),
      "CHKWIN_COUNTER_TABLE is not a list of C(...) entries"),
+    (("P(verify_tp, VERIFY,", "P(verify_tp, VERIFIES,"),
+     "program verify_tp serves VERIFIES, which is no hook"),
+    (("P(sample, SAMPLE, CHKWIN_WAY_PERF_EVENT)", "P(sample, SAMPLE, CHKWIN_WAY_PERF)"),
+     "program sample serves in 'CHKWIN_WAY_PERF', which is no CHKWIN_WAY_*"),
+    (("R(BLOCK, block, BLOCKS)", "R(BLOCK, block, BLOCK)"),
+     "record block goes to ring BLOCK, which is no CHKWIN_RING_*"),
 ])
 def test_a_table_that_cannot_be_read_is_one_line(tmp_path, edit, why):
     """analysis/declared.py refuses a chkwin.h it cannot read in one line
@@ -107,6 +113,31 @@ def test_a_table_that_cannot_be_read_is_one_line(tmp_path, edit, why):
         declared.Declared(tmp_path / "chkwin.h")
     assert "\n" not in str(e.value) and str(e.value).startswith(f"{tmp_path}/chkwin.h: ")
     assert why in str(e.value), e.value
+
+
+def test_every_bpf_program_has_its_line_in_the_program_table():
+    """The programs of bpf/chkwin.bpf.c and CHKWIN_PROGRAM_TABLE's lines are
+    the same set, so that the loader (which refuses a program without a
+    line, and fails to build on a line without a program) and the tests
+    read which program serves which hook from the table."""
+    source = (REPO / "bpf" / "chkwin.bpf.c").read_text()
+    found = set(re.findall(r'^SEC\("[^"]+"\)\s*\nint (?:BPF_\w+\()?(\w+)', source, re.M))
+    named = [p.name for p in declared.PROGRAMS]
+    assert len(named) == len(set(named))
+    assert found == set(named), (found ^ set(named))
+
+
+def test_flags_and_rings_are_read_from_the_header():
+    """The analysis's record flags and flight recorder rings are bpf/chkwin.h's:
+    the flags its #defines, the rings enum chkwin_ring's in order, each with
+    the record types CHKWIN_RECORDS sends it."""
+    text = declared.HEADER.read_text()
+    for name, value in declared.FLAGS.items():
+        assert re.search(rf"#define CHKWIN_F_{name}\s+0x{value:02x}\b", text), name
+    assert list(chkwinlog.RINGS) == ["calls", "arrivals", "blocks"]
+    assert chkwinlog.RINGS["blocks"] == ("block",)
+    assert set(chkwinlog.RINGS["calls"]) == {"chksum", "verify", "iget"}
+    assert "snapshot" not in {t for kinds in chkwinlog.RINGS.values() for t in kinds}
 
 
 def test_record_layouts_agree(c_side):

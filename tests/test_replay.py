@@ -32,6 +32,7 @@ from tests.boots import boot_many, icount_args
 from common import PY, REPO
 from common.digest import file_sha256
 from tests.kernels import kernel_dir
+from guest.host import testdisk
 
 pytestmark = pytest.mark.guest
 
@@ -56,9 +57,7 @@ def recordings(tmp_path_factory):
     """A recorded loop-window boot and a recorded gcc49-indirect boot, the
     second on a copy of the test disk (the refusal test changes it)."""
     disk = tmp_path_factory.mktemp("disk") / "testdisk.img"
-    shutil.copyfile(subprocess.run([PY, str(REPO / "guest/testdisk.py"), "--print-path"],
-                                   capture_output=True, text=True, check=True)
-                    .stdout.split()[-1], disk)
+    shutil.copyfile(testdisk.build(), disk)
     loop = tmp_path_factory.mktemp("rec-loop")
     indirect = tmp_path_factory.mktemp("rec-indirect")
     runs = boot_many([

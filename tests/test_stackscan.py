@@ -16,6 +16,7 @@ import pytest
 from tests.kernels import kernel_dir
 
 from analysis import windows
+from analysis.stackscan import builder
 from common import PY, REPO
 from common.cache import cache_root
 
@@ -195,10 +196,7 @@ def assemble(tmp_path, name, functions):
 
 @pytest.fixture(scope="module")
 def stackscan():
-    out = subprocess.run([PY, str(REPO / "analysis/stackscan/build.py"),
-                          "--print-path"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    return str(builder.build())
 
 
 def scan(stackscan, *args):

@@ -22,7 +22,7 @@
 	printf("%s[\"%s\", %zu, %zu]", first ? "" : ", ", #field, \
 	       offsetof(struct chkwin_rec, rec.field) - sizeof(struct chkwin_rec_head), \
 	       sizeof(((struct chkwin_rec *)0)->rec.field)), first = 0;
-#define PAYLOAD(TYPE, name) \
+#define PAYLOAD(TYPE, name, ring) \
 	printf("\"%s\": [", #name); \
 	first = 1; \
 	CHKWIN_##TYPE##_FIELDS(FIELD, name) \
