@@ -7,7 +7,8 @@ import math
 from typing import NamedTuple
 
 from analysis import correlate
-from analysis.experiment import DOSES, MODEL_MARGIN
+from analysis.doses import DOSES
+from analysis.verdict import MODEL_MARGIN
 from analysis.verdict import interval
 
 
@@ -91,7 +92,7 @@ def verdicts(res):
     return out
 
 
-# How a check against the model (experiment.agreement) reads.
+# How a check against the model (verdict.agreement) reads.
 MODEL_WORDS = {"differs": "disagrees with the model",
                "agrees": f"agrees within +-{MODEL_MARGIN * 100:.0f}%",
                "undecided": f"undecided within +-{MODEL_MARGIN * 100:.0f}%"}

@@ -4,6 +4,18 @@ as analysis/documents.py's Conditions."""
 
 from analysis.documents import Condition
 
+# Failures are reported per million checksum calls.
+PER = 1e6
+# Condition kinds whose boots are replicates: their spread is the dispersion
+# (the pilot's boots only plan the A/A comparison).
+REPLICATED = ("counting", "dose", "control", "aa")
+
+
+def is_control(c):
+    """The block-boundary controls: gcc49-exact on the host clock, where
+    only -singlestep lets an interrupt land in its window."""
+    return c.window == "gcc49-exact" and c.clock == "host"
+
 
 def condition(flavour, window, kind, width=1, singlestep=False, sample_hz=None,
               clock="host"):

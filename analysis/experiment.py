@@ -30,71 +30,15 @@ from functools import cached_property
 import numpy as np
 from scipy import stats
 
-from analysis import chkwinlog
+from analysis import comparisons
 from analysis import documents
+from analysis import doses
 from analysis import guarantee
 from analysis import model
+from analysis import recorded
 from analysis import verdict
-from analysis.poisson import binom_ci, poisson_ci, t_quantile
-
-PER = 1e6
-GCC49_FUNC = 1      # enum chkwin_func: CHKWIN_FUNC_GCC49
-# Condition kinds whose boots are replicates: their spread is the dispersion
-# (the pilot's boots only plan the A/A comparison).
-REPLICATED = ("counting", "dose", "control", "aa")
-# Measured against predicted: "agrees" when the 90% interval of measured /
-# predicted lies inside 1/(1+M)..1+M, as the A/A comparison's equivalence.
-MODEL_MARGIN = 0.10
-# The two doses: what each point's x is and how the report names it.
-DOSES = {
-    "width": {"label": "window width (translation blocks, ext4.chksum_window_width)",
-              "unit": "block", "what": "the window width"},
-    "rate": {"label": "interrupt arrivals per second under the loader (irqs + sampler)",
-             "unit": "1000 arrivals/s", "what": "the interrupt rate"},
-}
-
-
-
-def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
-    """(kind, inside): measured against predicted (a ratio of the two, its
-    intervals) decided as verdict.compare decides equivalence.  inside:
-    the 90% interval lies inside 1/(1+margin)..1+margin and the spread was
-    estimated (never on 0 df).  kind: "differs" when the 95% interval
-    excludes 1 (with inside, by less than the margin: a difference the
-    model is within +-margin of, not a miss); "agrees" within +-margin
-    when inside; else "undecided".  An interval that merely holds the
-    prediction agrees with nothing."""
-    inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
-    return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
-            "agrees" if inside else "undecided"), inside
-
-
-def against_model(v, want):
-    """A comparison's Verdict v against the model's ratio want: {ratio,
-    ci95, ci90, kind, within_margin} of measured / predicted, decided by
-    agreement().  Where v flagged an aberrant boot, the check is made
-    without it too and stands only where both reach it (as
-    verdict.with_and_without decides the verdict itself): "without" holds
-    that check, the kind is "undecided" where they part."""
-    def check(w):
-        ci95, ci90 = (tuple(x / want for x in ci) for ci in (w.ci95, w.ci90))
-        kind, inside = agreement(ci95, ci90, w.df)
-        return {"ratio": w.ratio / want, "ci95": ci95, "ci90": ci90, "kind": kind,
-                "within_margin": inside}
-    out = check(v)
-    if v.without is not None:
-        alone = check(v.without)
-        out["without"] = alone
-        if alone["kind"] != out["kind"]:
-            out["kind"] = "undecided"
-        out["within_margin"] = out["within_margin"] and alone["within_margin"]
-    return out
-
-
-def is_control(c):
-    """The block-boundary controls: gcc49-exact on the host clock, where
-    only -singlestep lets an interrupt land in its window."""
-    return c.window == "gcc49-exact" and c.clock == "host"
+from analysis.design import PER, REPLICATED
+from analysis.verdict import agreement
 
 
 def homogeneity(fits):
@@ -130,40 +74,6 @@ def dispersion_from(run_dir):
     if not fit.df:
         raise ValueError(f"{path}: no condition has two boots, so no spread to plan on")
     return fit.phi, fit.df, f"the spread of run {run_dir.resolve().name}"
-
-
-def fit_line(points):
-    """Weighted least squares y = intercept + slope * x over points (x, y,
-    var, k, n, ci, phi), weights from each point's variance (its own
-    dispersion's: ci is its 95% interval, phi that dispersion).  With more than two
-    points the residual scatter, where it exceeds what the variances
-    allow, widens the intervals, and t on n - 2 degrees of freedom carries
-    its uncertainty; the trend test is whether the slope's 95% interval
-    excludes 0."""
-    points = sorted(points)
-    x = np.array([p[0] for p in points], float)
-    y = np.array([p[1] for p in points], float)
-    w = 1 / np.array([p[2] for p in points], float)
-    sw, sx, sy = np.sum(w), np.sum(w * x), np.sum(w * y)
-    sxx, sxy = np.sum(w * x * x), np.sum(w * x * y)
-    det = float(sw * sxx - sx * sx)
-    slope = float(sw * sxy - sx * sy) / det
-    intercept = float(sy * sxx - sx * sxy) / det
-    resid = y - intercept - slope * x
-    chi2 = float(np.sum(w * resid ** 2))
-    df = len(x) - 2
-    scale = max(1.0, chi2 / df) if df > 0 else 1.0
-    q = t_quantile(0.975, df) if df > 0 else verdict.Z95
-    se_slope, se_icpt = math.sqrt(scale * sw / det), math.sqrt(scale * sxx / det)
-    ybar = sy / sw
-    r2 = 1 - chi2 / float(np.sum(w * (y - ybar) ** 2)) if np.any(y != ybar) else math.nan
-    return {"points": [{"x": float(p[0]), "per_million": p[1], "failures": p[3],
-                        "calls": p[4], "ci": p[5], "phi": p[6], "residual": float(r)}
-                       for p, r in zip(points, resid)],
-            "slope": slope, "slope_ci": (slope - q * se_slope, slope + q * se_slope),
-            "intercept": intercept,
-            "intercept_ci": (intercept - q * se_icpt, intercept + q * se_icpt),
-            "r2": r2, "scale": scale, "df": df}
 
 
 def group_spread(group):
@@ -221,7 +131,6 @@ def model_fit(rows):
                      "df": fit.df})
     return {"chi2": chi2, "df": len(by_w), "p": float(stats.chi2.sf(chi2, len(by_w))),
             "by_w": by_w}
-
 
 
 class Results:
@@ -423,177 +332,23 @@ class Results:
 
     @cached_property
     def comparisons(self):
-        """The experiment's comparisons, each with its own spread
-        (comparison_spread): [{key, label, verdict, expect, asks, boots}],
-        expect the model's ratio where the model predicts one (the positive
-        control; then expect_ci, its own 95% interval from the counted
-        ticks, and model, the control's ratio against it), asks the verdict
-        the comparison is there for ("differs" or "equivalent"), boots each
-        side's."""
-        doc = self.doc
-        margin = doc.settings.margin
-        window = doc.settings.window
-        out = []
+        """The experiment's comparisons (analysis/comparisons.py)."""
+        return comparisons.of(self)
 
-        def pooled_over(conds, drop=frozenset()):
-            return [x for c in conds for x in self.counts(c.name, drop)]
-
-        def compare(a, b, names, cap=None):
-            def on(drop):
-                return verdict.compare(pooled_over(a, drop), pooled_over(b, drop), margin,
-                                       names=names, spread=self.comparison_spread(a + b, drop),
-                                       paired=self.paired, cap=cap)
-            v = on(frozenset())
-            # A decision one boot turns is no decision: where a boot is
-            # aberrant, the verdict must hold without it as well.
-            flagged = self.aberrant(a + b)
-            if flagged:
-                v = verdict.with_and_without(v, on(frozenset(f["boot"] for f in flagged)),
-                                             flagged)
-            why = guarantee.outside(v, self.calibrated)
-            return dataclasses.replace(v, outside=why, text=f"{v.text}; {why}") if why else v
-
-        primary = doc.select(kind="counting", window=window, singlestep=False)
-        off = doc.select(kind="counting", window="off")
-        if pooled_over(primary) and pooled_over(off):
-            out.append({"key": "window", "label": f"{window}/off", "asks": "differs",
-                        "boots": (len(pooled_over(primary)), len(pooled_over(off))),
-                        "verdict": compare(primary, off, (window, "off")), "expect": None})
-        predicted = {r["condition"]: r for r in self.model_rows}
-        for c in doc.select(kind="control"):
-            ref = next((p for p in primary if p.flavour == c.flavour), None)
-            if not (ref and pooled_over([c]) and pooled_over([ref])):
-                continue
-            pa, pb = predicted.get(c.name), predicted.get(ref.name)
-            want = (pa["predicted"] / pa["calls"]) / (pb["predicted"] / pb["calls"]) \
-                if pa and pb and pb["predicted"] > 0 else None
-            v = compare([c], [ref], (f"width {c.width}", window))
-            # The control against the model's ratio, as the model check
-            # tests the model (the prediction's own error, from counted
-            # ticks, is a fraction of a per cent and left out).
-            model_vs = want_ci = None
-            if want:
-                # A ratio of two Poisson tick counts' rates, on the log scale.
-                s = math.sqrt(1 / pa["timer"] + 1 / pb["timer"])
-                want_ci = (want * math.exp(-verdict.Z95 * s), want * math.exp(verdict.Z95 * s))
-                model_vs = against_model(v, want)
-            out.append({"key": "control", "label": f"width {c.width}/{window}",
-                        "asks": "differs", "boots": (len(doc.boots_of(c.name)),
-                                                     len(doc.boots_of(ref.name))),
-                        "verdict": v, "expect": want, "expect_ci": want_ci,
-                        "model": model_vs})
-        aa = doc.select(kind="aa")
-        flav = aa if len(aa) == 2 else primary
-        if len(flav) == 2:
-            first, second = flav
-            if pooled_over([second]) and pooled_over([first]):
-                names = (second.flavour, first.flavour)
-                out.append({"key": "flavour", "label": "/".join(names) +
-                            (f" at width {first.width}" if aa else ""), "aa": bool(aa),
-                            "asks": "equivalent", "boots": (len(doc.boots_of(second.name)),
-                                                            len(doc.boots_of(first.name))),
-                            "width": first.width,
-                            "verdict": compare([second], [first], names,
-                                               cap=doc.settings.max_aa_boots if aa else None),
-                            "expect": None})
-        return out
-
-    def _point(self, name, x):
-        """(x, failures per 1M calls, its variance, failures, calls, its 95%
-        interval, dispersion) of a condition's pooled boots, with the
-        condition's own dispersion (the pooled one where its boots give
-        none), as the conditions table has it: points whose boots spread
-        more weigh less and show wider bars."""
-        row = next(r for r in self.condition_rows if r["condition"] == name)
-        k, n = verdict.pooled(self.doc.counts(name))
-        return (x, k / n * PER, row["phi"] * max(k, 1) / n ** 2 * PER ** 2, k, n, row["ci"],
-                row["phi"])
 
     def dose(self, which):
-        """Failures per million calls against a dose (DOSES) on the sweep's
-        flavour, a weighted line with an intercept (fit_line: a fit forced
-        through 0 would put whatever does not scale with the dose into the
-        slope): "width" the window width of the untraced counting and dose
-        boots, "rate" the measured interrupt rate of the rate boots (in
-        thousands per second).  None without two points."""
-        doc = self.doc
-        if which == "width":
-            sweep = doc.select(kind="dose")
-            if not sweep:
-                return None
-            flavour = sweep[0].flavour
-            points = [self._point(c.name, c.width)
-                      for c in doc.select(flavour=flavour, window="gcc49", singlestep=False)
-                      if c.kind in ("counting", "dose", "control")
-                      and doc.boots_of(c.name)]
-        else:
-            sweep = [c for c in doc.select(kind="rate") if doc.boots_of(c.name)]
-            if not sweep:
-                return None
-            flavour = sweep[0].flavour
-            points = []
-            for c in sweep:
-                boots = doc.boots_of(c.name)
-                seconds = sum(b.guest_seconds for b in boots)
-                x = sum(b.arrivals_per_s * b.guest_seconds for b in boots) / seconds
-                points.append(self._point(c.name, x / 1000))
-        if len(points) < 2:
-            return None
-        fit = fit_line(points)
-        fit.update(flavour=flavour, dose=which)
-        return fit
+        """The dose fit of which (doses.DOSES), None without two points."""
+        return doses.fit(self, which)
 
     @cached_property
     def doses(self):
-        """The dose fits there are, in DOSES's order."""
-        return [d for d in map(self.dose, DOSES) if d]
+        """The dose fits there are, in doses.DOSES's order."""
+        return [d for d in map(self.dose, doses.DOSES) if d]
 
     @cached_property
     def decomposition(self):
-        """Rows of the recorded boots whose logs were read (runs)."""
-        rows = []
-        for c in self.doc.select(kind="recorded"):
-            for b in self.doc.boots_of(c.name):
-                if b.dir not in self.runs:
-                    continue
-                log, corr = self.runs[b.dir]
-                calls = b.calls
-                hit_calls, arrivals = corr.window_totals()
-                if hit_calls is None:
-                    # A cut flight log: only its trailer counted every window
-                    # arrival, so this boot cannot say how many there were.
-                    continue
-                fails = b.failures_total
-                logged = len(corr.failures)
-                timing = poisson_ci(hit_calls)
-                mech = binom_ci(min(fails, hit_calls), hit_calls) if hit_calls else None
-                a = corr.arrivals
-                emulated = a.func == GCC49_FUNC
-                rows.append({"boot": b.dir, "condition": c.name,
-                             "window": c.window, "singlestep": c.singlestep,
-                             "control": is_control(c),
-                             "calls": calls,
-                             "window_calls": hit_calls, "window_arrivals": arrivals,
-                             "timing": hit_calls / calls * PER if calls else math.nan,
-                             "timing_ci": (timing[0] / calls * PER, timing[1] / calls * PER)
-                             if calls else (math.nan, math.nan),
-                             "failures": fails, "logged_failures": logged,
-                             # The converse of attribution: what became of each
-                             # window-hit call's result, by what it checksummed.
-                             "window_outcomes": corr.outcomes_by_caller(),
-                             # A flight log has the window calls of snapshots only.
-                             "record": log.header.get("record", "all"),
-                             "logged_by_kind": corr.by_kind(),
-                             # Instructions of the emulated code that arrivals
-                             # landed before: only block starts, unless -singlestep.
-                             "gcc49_offsets": sorted({int(o) for o in a.offset[emulated]}),
-                             "failures_by_kind": {k: n for k, n in b.failures.items() if n},
-                             "attributed": corr.attributed(),
-                             "mechanism": fails / hit_calls if hit_calls else None,
-                             "mechanism_ci": mech,
-                             "lost": sum(n for n in log.lost().values()
-                                         if n != chkwinlog.NOT_ATTACHED)})
-        return rows
+        """Rows of the recorded boots whose logs were read (recorded.rows)."""
+        return recorded.rows(self)
 
     @cached_property
     def walk_totals(self):

@@ -15,7 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
-from analysis.experiment import DOSES, PER, REPLICATED  # noqa: E402
+from analysis.design import PER, REPLICATED  # noqa: E402
+from analysis.doses import DOSES  # noqa: E402
 from analysis import walks  # noqa: E402
 
 COLOURS = {"differs": "tab:red", "equivalent": "tab:green", "undecided": "tab:grey",

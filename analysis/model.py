@@ -41,7 +41,7 @@ seeds the width-16 loop measured 1.00-1.015 of the prediction at shift 4
 0.93 at shift 6, where the handler is 12% and 21% of the period
 (bench/RESULTS.md, "the model at width 16, by shift").  That resonance is
 not modelled; the lab runs shift 4, and the model check claims agreement
-only within +-10% (experiment.MODEL_MARGIN).
+only within +-10% (verdict.MODEL_MARGIN).
 
 The model assumes the checksum code runs in a task whose share of the
 ticks is its share of task time.  A second CPU-bound task breaks that: on

@@ -19,6 +19,7 @@ from analysis import heatmap
 from analysis import prose
 from analysis import summary
 from analysis import tables
+from analysis import verdict
 from analysis import walks
 
 STYLE = ("<style>body{font-family:sans-serif;max-width:1150px;margin:auto;"
@@ -185,7 +186,7 @@ def write_experiment(outdir, doc, geometry=None, image=None, warn=None):
         figures.forest(res.comparisons, doc.settings.margin, outdir / "comparisons.png")
         leading.append(("comparisons.png", "every comparison against 1 and the margin"))
     if res.model_check:
-        figures.predicted_measured(res.model_rows, res.model_check, experiment.MODEL_MARGIN,
+        figures.predicted_measured(res.model_rows, res.model_check, verdict.MODEL_MARGIN,
                                    outdir / "model.png")
         leading.append(("model.png", "predicted against measured"))
     if figures.per_boot(res, outdir / "boots.png") is not None:

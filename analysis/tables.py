@@ -4,7 +4,7 @@ column heads, every cell text."""
 
 from analysis import model
 from analysis import walks
-from analysis.experiment import PER
+from analysis.design import PER
 from analysis.verdict import interval
 
 

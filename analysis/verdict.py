@@ -472,6 +472,25 @@ def describe_aberrant(flagged, unit="boots"):
         for f in flagged)
 
 
+# The model's margin.  Measured against predicted: "agrees" when the 90% interval of measured /
+# predicted lies inside 1/(1+M)..1+M, as the A/A comparison's equivalence.
+MODEL_MARGIN = 0.10
+
+
+def agreement(ci95, ci90, df, margin=MODEL_MARGIN):
+    """(kind, inside): measured against predicted (a ratio of the two, its
+    intervals) decided as verdict.compare decides equivalence.  inside:
+    the 90% interval lies inside 1/(1+margin)..1+margin and the spread was
+    estimated (never on 0 df).  kind: "differs" when the 95% interval
+    excludes 1 (with inside, by less than the margin: a difference the
+    model is within +-margin of, not a miss); "agrees" within +-margin
+    when inside; else "undecided".  An interval that merely holds the
+    prediction agrees with nothing."""
+    inside = bool(df) and 1 / (1 + margin) <= ci90[0] and ci90[1] <= 1 + margin
+    return ("differs" if ci95[0] > 1 or ci95[1] < 1 else
+            "agrees" if inside else "undecided"), inside
+
+
 def with_and_without(v, without, flagged, unit="boots"):
     """One verdict from v, on every boot, and without, on the boots less
     the ones aberrant() flagged (flagged: Verdict.flagged's dicts): a

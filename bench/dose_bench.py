@@ -13,6 +13,7 @@ import time
 
 from analysis import decisions
 from analysis import documents
+from analysis import doses
 from analysis import experiment
 from bench import runs
 from bench.section import print_section
@@ -46,7 +47,7 @@ def main():
                          f"(95% CI); boots", f"{r['per_minute']:.3g}; "
                          f"{r['per_million']:.3g} ({r['ci'][0]:.3g}-{r['ci'][1]:.3g}); "
                          f"{r['boots']} ({' '.join(map(str, r['per_boot']))} failures)"))
-    for which, how in experiment.DOSES.items():
+    for which, how in doses.DOSES.items():
         d = res.dose(which)
         if not d:
             continue

@@ -541,7 +541,7 @@ def test_agreement_with_the_model_is_decided_as_equivalence():
     an interval that holds 1 and lies inside agrees; one that holds 1 and
     passes the margin is undecided, and nothing agrees on 0 df."""
     from analysis import decisions
-    from analysis.experiment import agreement
+    from analysis.verdict import agreement
     assert agreement((1.02, 1.06), (1.025, 1.055), 5) == ("differs", True)
     kind, inside = agreement((1.02, 1.06), (1.025, 1.055), 5)
     assert decisions.model_words({"kind": kind, "within_margin": inside}) == \

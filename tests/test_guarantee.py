@@ -15,7 +15,8 @@ from analysis import figures
 from analysis import guarantee
 from analysis import report
 from analysis import verdict
-from analysis.experiment import Results, against_model
+from analysis.comparisons import against_model
+from analysis.experiment import Results
 
 
 def scenario(name, dispersion, aberrant, outside, covered=(0.8, 0.9)):
