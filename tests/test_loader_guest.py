@@ -11,6 +11,7 @@ run stays on the host clock with two CPUs and the 20 kHz sampler: it is
 the multi-threaded TCG control and the recorder's multi-CPU smoke test.
 """
 
+import bisect
 import collections
 import json
 import random
@@ -69,12 +70,17 @@ class Log(Decoded):
         return [r for r in self.kept if r["type"] == kind]
 
 
+IPI_FROM = declared.RAN.index("ipi_from")
+
+
 def for_failures(r):
     """What tracing a failure needs: the verdicts, the window-hit calls and
-    the window interrupts, and any interrupt without a pc (the rest is
-    millions of records)."""
+    the window interrupts, and any interrupt without a pc; and the IPIs
+    with their senders (the rest is millions of records)."""
     return (r["type"] == "verify" or (r["type"] == "chksum" and r["flags"] & 0x02)
-            or (r["type"] == "irq" and (r["class"] == "window" or r["pc"] == "0x0")))
+            or (r["type"] == "irq" and (r["class"] == "window" or r["pc"] == "0x0"
+                                        or r["ipi"]))
+            or (r["type"] == "ran" and r["what"] == IPI_FROM))
 
 
 def record(tmp_path_factory, flavour, window, clock, loader_opts=""):
@@ -172,6 +178,34 @@ def test_every_interrupt_has_a_class(gcc49_run):
     assert log.counts["irq"]
     assert set(log.tally["irq", "class"]) <= CLASSES
     assert not [i for i in log.of("irq") if i["pc"] == "0x0"]
+
+
+def test_every_ipi_taken_follows_its_senders_record(gcc49_run):
+    """On two vCPUs, an IPI taken on a CPU follows an ipi_from record that
+    ipi_raise wrote for that CPU on the sender: of its kind, from one of
+    the guest's CPUs, no later than the arrival (a few taken before the
+    recording began may have none)."""
+    _, log = gcc49_run
+    sent = log.of("ran")
+    taken = [r for r in log.of("irq") if r["ipi"]]
+    assert taken and sent, (len(taken), len(sent))
+    assert {r["arg"] for r in sent} <= {0, 1}
+    raised = collections.defaultdict(list)      # (cpu, kind): when, sorted
+    for r in sent:
+        raised[r["cpu"], r["comm"]].append(r["ts"])
+    for stamps in raised.values():
+        stamps.sort()
+
+    def sender_before(irq):
+        """A raise of this kind for this CPU in the 100 ms before it arrived."""
+        for (cpu, kind), stamps in raised.items():
+            if cpu == irq["cpu"] and kind.startswith(irq["ipi"]):
+                i = bisect.bisect_right(stamps, irq["ts"])
+                if i and irq["ts"] - stamps[i - 1] <= 100_000_000:
+                    return True
+        return False
+    unpaired = [r for r in taken if not sender_before(r)]
+    assert len(unpaired) <= max(2, len(taken) // 20), (len(unpaired), len(taken), unpaired[:3])
 
 
 def test_live_summary_lines_are_json(gcc49_run):
