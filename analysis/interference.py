@@ -70,9 +70,10 @@ ALPHA = 0.05
 # What a log of every record loses that the diagnosis reads.
 HISTORY_PROBES = ("chksum", "irq", "softirq", "ran")
 # Innermost first: the order in which identities that tie are ranked.
-NESTING = ("hrtimer", "timer", "tasklet", "work", "kwork", "irq", "softirq", "switch")
+NESTING = ("hrtimer", "timer", "tasklet", "work", "kwork", "ipi", "irq", "softirq", "switch")
 RAN_IRQ = chkwinlog.RAN.index("irq")
 RAN_SWITCH = chkwinlog.RAN.index("switch")
+RAN_IPI_FROM = chkwinlog.RAN.index("ipi_from")
 WORDS = {
     "window": "an interrupt in a known window",
     "interference": "interference: these functions ran inside the computation",
@@ -114,6 +115,9 @@ class Events:
                 if w == RAN_SWITCH:
                     ident, nxt = f"switch to {task_family(text)}", int(arg[i])
                     detail = f"{text} pid {int(arg[i])}"
+                elif w == RAN_IPI_FROM:
+                    # Sent to this CPU: the sender, and its kind in the detail.
+                    ident, nxt, detail = f"ipi from cpu {int(arg[i])}", 0, text
                 elif w == RAN_IRQ:
                     # The number and action tell apart what one handler
                     # serves (every IPI's ipi_handler, every virtio-mmio

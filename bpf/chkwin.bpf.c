@@ -767,6 +767,41 @@ int BPF_PROG(kwork_start, struct kthread_work *work)
 	return 0;
 }
 
+static __always_inline void fill_ran_ipi(struct chkwin_rec *r, __u32 from, const char *reason)
+{
+	fill_ran(r, CHKWIN_RAN_IPI_FROM, 0, from);
+	bpf_probe_read_kernel_str(r->ran.comm, sizeof(r->ran.comm), reason);
+}
+
+/*
+ * An IPI raised here, recorded on each CPU it is sent to (the record's
+ * cpu, and that CPU's arrivals ring): the receiver's history then says
+ * who sent the IPI it will take, which its own ipi_entry cannot.  The
+ * first 64 CPUs of the mask.
+ */
+SEC("tp_btf/ipi_raise")
+int BPF_PROG(ipi_raise, const struct cpumask *mask, const char *reason)
+{
+	__u64 bits, ts;
+	__u32 from, tid;
+	int c;
+
+	if (!wanted())
+		return 0;
+	bits = mask->bits[0];
+	ts = bpf_ktime_get_ns();
+	from = bpf_get_smp_processor_id();
+	tid = (__u32)bpf_get_current_pid_tgid();
+	for (c = 0; c < 64 && c < (int)nr_cpus; c++) {
+		if (!(bits & (1ULL << c)))
+			continue;
+		count(CHKWIN_CNT_RAN);
+		rec_write_by(CHKWIN_REC_RAN, ts, c, tid, CHKWIN_PROBE_RAN, fill_ran_ipi, from,
+			     reason);
+	}
+	return 0;
+}
+
 static __always_inline void fill_ran_switch(struct chkwin_rec *r, struct task_struct *next)
 {
 	fill_ran(r, CHKWIN_RAN_SWITCH, 0, next->pid);

@@ -156,10 +156,10 @@ struct chkwin_watched {
  */
 #define CHKWIN_RAN_FIELDS(F, r)						\
 	F(r, __u64, fn, , HEX, ALWAYS)	/* the function that ran, 0: none (switch) */ \
-	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid */ \
+	F(r, __u32, arg, , DEC, ALWAYS)	/* irq: the irq; switch: the next task's pid; ipi_from: the sender's CPU */ \
 	F(r, __u8, what, , DEC, ALWAYS)	/* enum chkwin_ran_kind, CHKWIN_RAN_TABLE */ \
 	F(r, __u8, pad, [3], PAD, ALWAYS)				\
-	/* work, kwork, switch: the task (an irq's action is named by the header's irq.N) */ \
+	/* work, kwork, switch: the task; ipi_from: the IPI's kind (an irq's action is named by the header's irq.N) */ \
 	F(r, char, comm, [CHKWIN_COMM_LEN], STR, ALWAYS)
 
 /*
@@ -173,7 +173,9 @@ struct chkwin_watched {
 	K(TASKLET, tasklet)	/* tasklet_entry: the function (softirq) */ \
 	K(WORK, work)		/* workqueue_execute_start: the work function */ \
 	K(SWITCH, switch)	/* sched_switch away from a task with checksum work open */ \
-	K(KWORK, kwork)		/* sched_kthread_work_execute_start: a kthread_worker's work function */
+	K(KWORK, kwork)		/* sched_kthread_work_execute_start: a kthread_worker's work function */ \
+	/* ipi_raise: an IPI sent to this CPU (the record's cpu); arg: the sender */ \
+	K(IPI_FROM, ipi_from)
 
 #define CHKWIN_RAN_ENUM(NAME, name) CHKWIN_RAN_##NAME,
 enum chkwin_ran_kind {
@@ -255,7 +257,8 @@ enum chkwin_class {
 	H(TASKLET, tasklet, RAN, "No tasklets")				\
 	H(WORK, work, RAN, "No workqueue items")			\
 	H(SWITCH, switch, RAN, "No task switches")			\
-	H(KWORK, kwork, RAN, "No kthread_worker items")
+	H(KWORK, kwork, RAN, "No kthread_worker items")		\
+	H(IPI_FROM, ipi_from, RAN, "No IPI senders")
 
 /*
  * The ways a plan can attach a hook (loader/plan.c chooses one a hook; its
@@ -304,6 +307,7 @@ enum chkwin_way {
 	P(work_start, WORK, CHKWIN_WAY_TP)				\
 	P(switch_away, SWITCH, CHKWIN_WAY_TP)				\
 	P(kwork_start, KWORK, CHKWIN_WAY_TP)				\
+	P(ipi_raise, IPI_FROM, CHKWIN_WAY_TP)				\
 	P(sample, SAMPLE, CHKWIN_WAY_PERF_EVENT)
 
 /*

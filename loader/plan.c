@@ -403,6 +403,7 @@ static const struct {
 	{ HOOK_WORK, "workqueue_execute_start", 1 },
 	{ HOOK_SWITCH, "sched_switch", 3 },
 	{ HOOK_KWORK, "sched_kthread_work_execute_start", 1 },
+	{ HOOK_IPI_FROM, "ipi_raise", 2 },
 };
 
 static void plan_ran(const struct chkwin_opts *o, const struct kernel_btf *kb,

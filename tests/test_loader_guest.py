@@ -11,6 +11,7 @@ run stays on the host clock with two CPUs and the 20 kHz sampler: it is
 the multi-threaded TCG control and the recorder's multi-CPU smoke test.
 """
 
+import bisect
 import collections
 import json
 import random
@@ -69,12 +70,20 @@ class Log(Decoded):
         return [r for r in self.kept if r["type"] == kind]
 
 
+IPI_FROM = declared.RAN.index("ipi_from")
+
+
 def for_failures(r):
     """What tracing a failure needs: the verdicts, the window-hit calls and
     the window interrupts, and any interrupt without a pc (the rest is
     millions of records)."""
     return (r["type"] == "verify" or (r["type"] == "chksum" and r["flags"] & 0x02)
             or (r["type"] == "irq" and (r["class"] == "window" or r["pc"] == "0x0")))
+
+
+def ipis(r):
+    """The IPIs taken and the records of their senders."""
+    return (r["type"] == "irq" and r["ipi"]) or (r["type"] == "ran" and r["what"] == IPI_FROM)
 
 
 def record(tmp_path_factory, flavour, window, clock, loader_opts=""):
@@ -201,10 +210,11 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     """gcc49-exact: mov sp, x29 directly followed by the load.  TCG takes
     interrupts only at block starts, and none falls between the two, so
     even with the 20 kHz sampler no arrival lands in the window, while
-    arrivals elsewhere in the same function do."""
+    arrivals elsewhere in the same function do.  The two CPUs send each
+    other IPIs, and each taken has its sender's record."""
     run = record(tmp_path_factory, "unpatched", "gcc49-exact", ["--duration", "45"],
                  "-F,20000")
-    log = Log(reader, run.out / "log.bin")
+    log = Log(reader, run.out / "log.bin", keep=ipis)
     assert log.status["status"] == "complete"
     assert log.header["chksum_window"] == "gcc49-exact"
     # The lab's windows file (stackscan's findings): both emulated windows.
@@ -222,6 +232,33 @@ def test_exact_listing_has_no_window_arrivals_under_multithreaded_tcg(
     # its kind in the arrival's record (unless the ring had no room for it).
     named = sum(n for kind, n in log.tally["irq", "ipi"].items() if kind)
     assert 0 < named <= int(log.trailer["count.ipi"]) <= named + int(log.trailer["lost.irq"])
+    assert_every_ipi_follows_its_senders_record(log)
+
+
+def assert_every_ipi_follows_its_senders_record(log):
+    """An IPI taken on a CPU follows an ipi_from record that ipi_raise wrote
+    for that CPU on the sender: of its kind, from one of the guest's two
+    CPUs (a CPU may send itself one: irq_work), in the 100 ms before it
+    arrived (a few taken before the recording began may have none)."""
+    sent = log.of("ran")
+    taken = [r for r in log.of("irq") if r["ipi"]]
+    assert taken and sent, (len(taken), len(sent))
+    assert {r["arg"] for r in sent} <= {0, 1}
+    raised = collections.defaultdict(list)      # (cpu, kind): when, sorted
+    for r in sent:
+        raised[r["cpu"], r["comm"]].append(r["ts"])
+    for stamps in raised.values():
+        stamps.sort()
+
+    def sender_before(irq):
+        for (cpu, kind), stamps in raised.items():
+            if cpu == irq["cpu"] and kind.startswith(irq["ipi"]):
+                i = bisect.bisect_right(stamps, irq["ts"])
+                if i and irq["ts"] - stamps[i - 1] <= 100_000_000:
+                    return True
+        return False
+    unpaired = [r for r in taken if not sender_before(r)]
+    assert len(unpaired) <= max(2, len(taken) // 100), (len(unpaired), len(taken), unpaired[:3])
 
 
 def test_fallback_mode_records_checksums_and_igets(tmp_path_factory, reader):
