@@ -62,8 +62,7 @@ def outside(v, calibrated):
     what = "with a flagged aberrant boot" if flagged else "without an aberrant boot"
     top = same[-1]["dispersion"]
     below = same[-2]["dispersion"] if len(same) > 1 else top
-    if math.log(phi) > math.log(top) + (math.log(top) - math.log(below)) / 2 or \
-            (len(same) == 1 and phi > top):
+    if math.log(phi) > math.log(top) + (math.log(top) - math.log(below)) / 2:
         return (f"outside the verdict's guarantee: dispersion {phi:.2g} {what} is beyond "
                 f"the calibrated runs (up to {top:g}) {where}")
     s = min(same, key=lambda s: abs(math.log(s["dispersion"]) - math.log(phi)))

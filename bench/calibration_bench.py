@@ -7,25 +7,15 @@ against a model 5% off; the scenarios outside the guarantee go to
 analysis/guarantee.json, which the verdicts quote."""
 
 import argparse
-import json
-import subprocess
 
+from bench.results import commit
 from bench.section import command, print_section
 from analysis import calibration
 from analysis import guarantee
+from common.jsonfile import write_json
 
 # The model error whose detection the model check's power is shown for.
 MODEL_BIAS = 1.05
-
-
-def commit():
-    """HEAD's short hash, marked where the tree has changes."""
-    def git(*args):
-        return subprocess.run(["git", *args], capture_output=True, text=True,
-                              check=False).stdout.strip()
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") \
-        else ""
-    return (git("rev-parse", "--short", "HEAD") or "unknown") + dirty
 
 
 def main():
@@ -69,8 +59,8 @@ def main():
             rows.append((f"{scenario}: the model check against a model {MODEL_BIAS - 1:.0%} "
                          f"low, {key} (power)", calibration.share_ci(hits, n)))
     if set(names) == set(calibration.SCENARIOS):
-        guarantee.PATH.write_text(json.dumps(guarantee.record(
-            calibration.guarantee_scenarios(tallies), command(), commit()), indent=1) + "\n")
+        write_json(guarantee.PATH, guarantee.record(
+            calibration.guarantee_scenarios(tallies), command(), commit()), indent=1)
     intro = (calibration.__doc__.split("\n\n", 1)[1].strip().replace("\n", " ")
              + f" Here: {args.sims} simulated demos a scenario and true ratio.")
     print_section("Calibration of the verdicts", intro, rows)

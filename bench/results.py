@@ -77,15 +77,20 @@ def machine():
             "guests -M virt -cpu cortex-a72 -smp 2")
 
 
+def commit():
+    """HEAD's short hash, marked where the tree has uncommitted changes."""
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain",
+                                                "--untracked-files=no") else ""
+    return git("rev-parse", "--short", "HEAD") + dirty
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=pathlib.Path, help="file to replace (default: stdout)")
     ap.add_argument("--only", action="append", choices=sorted(BENCHES),
                     help="run only these benchmarks (repeatable)")
     args = ap.parse_args()
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain",
-                                                "--untracked-files=no") else ""
-    commit = git("rev-parse", "--short", "HEAD") + dirty
+    head = commit()
     sections = []
     for name, cmd in BENCHES.items():
         if args.only and name not in args.only:
@@ -98,11 +103,11 @@ def main():
         sections.append(proc.stdout.rstrip("\n"))
     old = args.out.read_text() if args.out and args.out.exists() else ""
     if args.only and old:
-        text = update(old, sections, commit)
+        text = update(old, sections, head)
     else:
         text = "\n\n".join([
             "# chkwin benchmark results",
-            f"Commit {commit}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
+            f"Commit {head}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
             " UTC, written by `make bench` (bench/results.py).",
             f"Machine: {machine()}.", *sections, *by_hand(old)]) + "\n"
     if not args.out:
