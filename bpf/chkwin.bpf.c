@@ -744,14 +744,17 @@ static __always_inline void fill_ran_task(struct chkwin_rec *r, __u8 what, __u64
 	bpf_get_current_comm(r->ran.comm, sizeof(r->ran.comm));
 }
 
+static __always_inline void ran_in_task(__u8 what, __u64 fn)
+{
+	count(CHKWIN_CNT_RAN);
+	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, fill_ran_task, what, fn);
+}
+
 SEC("tp_btf/workqueue_execute_start")
 int BPF_PROG(work_start, struct work_struct *work)
 {
-	if (!wanted())
-		return 0;
-	count(CHKWIN_CNT_RAN);
-	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN,
-		  fill_ran_task, CHKWIN_RAN_WORK, (__u64)work->func);
+	if (wanted())
+		ran_in_task(CHKWIN_RAN_WORK, (__u64)work->func);
 	return 0;
 }
 
@@ -759,11 +762,8 @@ int BPF_PROG(work_start, struct work_struct *work)
 SEC("tp_btf/sched_kthread_work_execute_start")
 int BPF_PROG(kwork_start, struct kthread_work *work)
 {
-	if (!wanted())
-		return 0;
-	count(CHKWIN_CNT_RAN);
-	rec_write(CHKWIN_REC_RAN, bpf_ktime_get_ns(), CHKWIN_PROBE_RAN, fill_ran_task,
-		  CHKWIN_RAN_KWORK, (__u64)work->func);
+	if (wanted())
+		ran_in_task(CHKWIN_RAN_KWORK, (__u64)work->func);
 	return 0;
 }
 
@@ -858,7 +858,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	if (record_mode == CHKWIN_RECORD_COUNTS)
 		return 0;
 	ts = bpf_ktime_get_ns();
-	rec_write(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE,fill_sample,
+	rec_write(CHKWIN_REC_SAMPLE, ts, CHKWIN_PROBE_SAMPLE, fill_sample,
 		  pc, sp, p, el);
 	if (snapshot_on_window && p.class == CHKWIN_CLASS_WINDOW)
 		snapshot(CHKWIN_REC_SAMPLE, ts);

@@ -42,7 +42,7 @@ struct {
 /* The history ring each record type goes to (bpf/chkwin.h CHKWIN_RECORDS). */
 static const __u8 ring_of_type[CHKWIN_REC_TYPES] = { CHKWIN_RECORDS(RING_OF_TYPE) };
 
-/* The history ring of this CPU (cpu: bpf_get_smp_processor_id(), read once). */
+/* A history ring of CPU cpu (this CPU's, or an IPI's receiver's: ipi_raise). */
 static __always_inline __u32 ring_of(__u8 ring, __u32 cpu)
 {
 	if (ring == CHKWIN_RING_BLOCKS)
@@ -76,8 +76,8 @@ static __always_inline struct chkwin_rec *history_slot(__u8 ring, __u32 cpu)
 /*
  * A record is written where it goes, never built on the stack first:
  * reserved in the ring (-R all), in the next slot of its type's history
- * ring (-R failures; ring_of_type), or nowhere (-R counts): then nothing is built, and the cpu and
- * tid expressions are not evaluated.  fill(r, ...) writes the payload in
+ * ring (-R failures; ring_of_type), or nowhere (-R counts): then nothing
+ * is built, and the cpu and tid expressions are not evaluated.  fill(r, ...) writes the payload in
  * place.  A full ring counts as the probe's loss.  A macro, not a
  * function, so that the verifier sees each reservation checked once and
  * submitted on the same path.  rec_write_by() takes the writer's cpu and
