@@ -82,12 +82,10 @@ rootfs: deps kernels
 
 # Tests that need no kernel (not marked guest) run first, and alone by
 # make test-host.  make test times each phase (tests/phases.py: make, not
-# $(MAKE), so that make -n test only prints); the guest
-# tests run JOBS at a time (default one a core), those that boot
-# two-vCPU guests on the host clock in a phase of their own, one for
-# every two cores.
+# $(MAKE), so that make -n test only prints); the guest tests, those on
+# the host clock among them, run JOBS at a time (default one a core),
+# longest groups first (tests/conftest.py).
 TEST_JOBS = $(or $(JOBS),$(shell nproc))
-TEST_JOBS_HOSTCLOCK = $(shell echo $$(( $(TEST_JOBS) > 1 ? $(TEST_JOBS) / 2 : 1 )))
 
 test-host: deps
 	bash tests/run -m "not guest"
@@ -96,9 +94,7 @@ test:
 	@$(PY) tests/phases.py "deps" make --no-print-directory deps \
 		-- "host tests" env JOBS=$(TEST_JOBS) bash tests/run -m "not guest" \
 		-- "lab build" make --no-print-directory prepare \
-		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and not hostclock" \
-		-- "guest tests, host clock" env JOBS=$(TEST_JOBS_HOSTCLOCK) \
-			bash tests/run -m "guest and hostclock"
+		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m guest
 
 demo: deps prepare-lab
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)

@@ -6,8 +6,9 @@ import pathlib
 
 
 def write_json(path, doc, indent=2):
-    """doc as path, written aside and renamed."""
+    """doc as path, written aside and renamed (aside under this process's
+    id: two writers at once never write one file)."""
     path = pathlib.Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=indent) + "\n")
     os.replace(tmp, path)
