@@ -20,7 +20,7 @@ DEBS := linux-source-6.1 qemu-system-arm gcc-aarch64-linux-gnu \
 	bpftool libbpf-dev clang llvm e2fsprogs cpio xz-utils zstd patch \
 	python3-numpy python3-matplotlib python3-pytest python3-scipy kmod rsync \
 	binutils-aarch64-linux-gnu libcapstone-dev zlib1g-dev debootstrap gdb-multiarch \
-	python3-pytest-xdist
+	python3-pytest-xdist proot qemu-user-static
 ARM64_DEBS := libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 \
 	libzstd-dev:arm64
 # The batch engine's scheduler: installed without what it recommends (the
@@ -77,7 +77,7 @@ initramfs: deps
 	$(PY) guest/initramfs.py
 
 # The Debian arm64 root filesystem with bpftrace and perf (cached).
-rootfs: deps kernels
+rootfs: deps
 	$(PY) guest/rootfs.py --print-path
 
 # Tests that need no kernel (not marked guest) run first, and alone by

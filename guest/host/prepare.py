@@ -12,8 +12,8 @@ costs a hash, and a second prepare (or a test that needs a product while
 prepare builds it) waits on the entry's lock and then hits.  The builders
 run side by side because their costs differ in kind: the kernels take the
 cores, the root filesystem's first stage and the stock kernels are mostly
-downloads and unpacking; the root filesystem's second stage boots the
-unpatched kernel and so waits for it on its lock, as the loader does.
+downloads and unpacking, and its second stage one emulated process at a
+time; the loader waits for the unpatched kernel on its lock.
 The patched flavour is built after the unpatched one, which its tree
 starts from (guest/host/kbuild.py).  Prints each product's time at the end.
 """

@@ -98,7 +98,7 @@ def qemu_command(spec, kernel, boot, disk, out, files=None):
     """boot is the initramfs, or with --root debian the root disk and the
     tools disk; files a tar archive for the guest's /tmp/host, or None."""
     if spec.root == "debian":
-        start = f"root=/dev/vdb rootfstype=ext4 rw init={spec.init}"
+        start = "root=/dev/vdb rootfstype=ext4 rw init=/sbin/chkwin-init"
     else:
         start = "rdinit=/init"
     append = (f"console=ttyAMA0 panic=-1 {start} "
@@ -124,12 +124,8 @@ def qemu_command(spec, kernel, boot, disk, out, files=None):
     if spec.root == "debian":
         root, tools = boot
         # snapshot: the guest writes to a throwaway overlay, never to the
-        # cached root disk, unless the build of that disk asks to write it.
-        # The build writes through an unsafe cache: its guest flushes
-        # (dpkg syncs every file) cost much under TCG, and a build that
-        # does not finish is thrown away anyway.
-        writes = ",cache=unsafe" if spec.rootfs_writable else ",snapshot=on"
-        cmd += recordreplay.drive(root, "rootfs", False, record, writes) + \
+        # cached root disk.
+        cmd += recordreplay.drive(root, "rootfs", False, record, ",snapshot=on") + \
             ["-device", "virtio-blk-pci,drive=rootfs"] + \
             recordreplay.drive(tools, "tools", True, record) + \
             ["-device", "virtio-blk-pci,drive=tools"]
@@ -274,8 +270,6 @@ class BootSpec:
     initramfs: pathlib.Path | None = None
     rootfs: pathlib.Path | None = None
     tools: pathlib.Path | None = None
-    init: str = "/sbin/chkwin-init"
-    rootfs_writable: bool = False
     disk: pathlib.Path | None = None
     guest_file: list = dataclasses.field(default_factory=list)
     lab_windows: pathlib.Path | None = None
@@ -342,11 +336,6 @@ def parse_args(argv=None):
                          "(default: guest/rootfs.py's)")
     ap.add_argument("--tools", type=pathlib.Path,
                     help="the tools disk for --root debian (default: guest/toolsdisk.py's)")
-    ap.add_argument("--init",
-                    help="PID 1 on the root disk, with --root debian "
-                         "(default /sbin/chkwin-init)")
-    ap.add_argument("--rootfs-writable", action="store_true",
-                    help="attach the root disk writable (only for building it)")
     ap.add_argument("--disk", type=pathlib.Path)
     ap.add_argument("--guest-file", type=pathlib.Path, action="append",
                     metavar="PATH", help="make PATH /tmp/host/<its name> in the guest "
@@ -404,9 +393,6 @@ def settled(spec):
     if spec.record_replay and spec.clock != "icount":
         raise BootError("--record-replay needs --clock icount: QEMU records and replays "
                         "only instruction time")
-    if spec.record_replay and spec.rootfs_writable:
-        raise BootError("--record-replay cannot write the root disk: a recorded boot's "
-                        "disks are snapshots")
     if spec.phase_seed is not None and not 0 <= spec.phase_seed < 2 ** 32:
         raise BootError(f"--phase-seed {spec.phase_seed}: a whole number from 0 to 2^32-1")
     if spec.stock_package and spec.flavour != "stock":

@@ -5,9 +5,7 @@ A guest that boots the Debian root filesystem (guest/rootfs.py) has no
 initramfs; it mounts this disk read-only at /chkwin instead and runs the
 same init, scenarios, busybox, loadgen and chkwin from it.  Keeping them
 off the root disk means a changed scenario or loader costs a second here,
-not a new root filesystem (but scenarios/_console.sh, which the root's
-own second stage prints its status with: a change to it builds the root
-again).  Cached by the same entries as the initramfs.
+not a new root filesystem.  Cached by the same entries as the initramfs.
 
     /usr/bin/python3 guest/toolsdisk.py [--print-path]
 """

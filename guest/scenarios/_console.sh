@@ -1,6 +1,6 @@
 # Sourced, not run: the lines a guest prints on its console for the host,
-# written by guest/init and the Debian second stage.  Each tag is declared
-# here only: guest/host/console_lines.py reads these assignments to parse them.
+# written by guest/init.  Each tag is declared here only:
+# guest/host/console_lines.py reads these assignments to parse them.
 CHKWIN_TAG_STATUS=CHKWIN-STATUS
 CHKWIN_TAG_CALLS=CHKWIN-CALLS
 CHKWIN_TAG_PROC_BEGIN=CHKWIN-PROC-BEGIN
