@@ -5,14 +5,14 @@ runs a group's tests one after another, so a module fixture that boots
 once boots once, and modules that share a process-wide cache of boots
 (tests/boots.py) name one group.
 
-xdist hands groups to workers in the order they are collected, so the
-groups start longest first, by what each took the last time the suite
-ran on this machine (test-durations.json in the cache): the last worker
-to finish then finishes a short group, not the demo.  A group never timed
-keeps its place after the timed ones."""
+xdist hands out groups in the order they are collected, a worker taking
+the next one when it is down to its last two tests, so the groups start
+longest first, by what their tests took the last time each ran on this
+machine (test-durations.json in the cache, a time per test): the demo
+starts first, not last.  A test never timed counts nothing."""
 
-import collections
 import json
+import math
 
 import pytest
 
@@ -20,8 +20,11 @@ from common.cache import cache_root
 from common.jsonfile import write_json
 
 DURATIONS = "test-durations.json"
+# The key under which the controller hands its reading to the workers:
+# every worker must sort alike, or xdist stops on their differing lists.
+WORKER_KEY = "chkwin_test_durations"
 _group_of = {}
-_seconds = collections.Counter()
+_seconds = {}
 
 
 def durations_path():
@@ -29,11 +32,27 @@ def durations_path():
 
 
 def last_durations():
+    """{test id: seconds} of the last runs; {} for a missing or damaged file."""
     try:
         doc = json.loads(durations_path().read_text())
     except (OSError, ValueError):
         return {}
-    return doc if isinstance(doc, dict) else {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: v for k, v in doc.items()
+            if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0}
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        config.chkwin_durations = config.workerinput.get(WORKER_KEY, {})
+    else:
+        config.chkwin_durations = last_durations()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[WORKER_KEY] = node.config.chkwin_durations
 
 
 def group_of(item):
@@ -47,29 +66,29 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
         _group_of[item.nodeid] = group_of(item)
-    last = last_durations()
-    # A stable sort: tests keep their order within a group.
-    first = {}
+    last = config.chkwin_durations
+    cost, first = {}, {}
     for item in items:
-        first.setdefault(group_of(item), len(first))
-    items.sort(key=lambda item: (-float(last.get(group_of(item), 0) or 0),
-                                 first[group_of(item)]))
+        g = group_of(item)
+        cost[g] = cost.get(g, 0) + last.get(item.nodeid, 0)
+        first.setdefault(g, len(first))
+    # A stable sort: tests keep their order within a group.
+    items.sort(key=lambda item: (-cost[group_of(item)], first[group_of(item)]))
 
 
 def pytest_runtest_logreport(report):
-    # Under xdist the controller sees every report, with the group after
-    # the '@' of its id; in one process, the collection named it.
-    nodeid, _, group = report.nodeid.partition("@")
-    group = group or _group_of.get(nodeid)
-    if group:
-        _seconds[group] += report.duration
+    # Under xdist the controller sees every report, its id ending in
+    # '@group'; in one process the collection knew the id as it is.
+    nodeid, at, _ = report.nodeid.rpartition("@")
+    if report.nodeid in _group_of or not at:
+        nodeid = report.nodeid
+    _seconds[nodeid] = _seconds.get(nodeid, 0) + report.duration
 
 
 def pytest_sessionfinish(session):
-    # Workers report to the controller, which writes once; a group keeps
-    # its last time until it runs again, so a run of a few modules leaves
-    # the others' times alone.
+    # The controller (or the only process) writes; a test keeps its last
+    # time until it runs again, so a run of a few tests leaves the others'.
     if hasattr(session.config, "workerinput") or not _seconds:
         return
     write_json(durations_path(), dict(last_durations(), **{
-        g: round(s, 1) for g, s in sorted(_seconds.items())}))
+        t: round(s, 2) for t, s in sorted(_seconds.items())}))

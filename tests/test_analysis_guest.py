@@ -23,7 +23,7 @@ from guest.host import kmsg
 
 # The recorded gcc49 boots of tests/boots.py, shared with the other modules
 # of its group in one process, which boot two-vCPU guests on the host
-# clock: make test's hostclock phase.
+# clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock,
               pytest.mark.xdist_group("recorded-gcc49")]
 

@@ -48,7 +48,8 @@ def test_a_damaged_line_is_not_read():
 
 
 def test_no_tag_is_written_outside_its_declaration():
-    """guest/init prints through _console.sh's functions; a literal tag elsewhere would be a second declaration."""
+    """guest/init prints through _console.sh's functions; a literal tag
+    elsewhere would be a second declaration."""
     others = [p for p in (REPO / "guest").rglob("*")
               if p.is_file() and p != console_lines.DECLARATION
               and "__pycache__" not in p.parts]

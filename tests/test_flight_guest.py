@@ -31,7 +31,7 @@ from analysis import correlate
 from analysis import flight
 from analysis import fsgeom
 
-# Two-vCPU guests on the host clock (make test's hostclock phase); the
+# Two-vCPU guests on the host clock (the hostclock mark); the
 # recorded gcc49 boots of tests/boots.py shared with the other modules of
 # its group, in one process.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock,

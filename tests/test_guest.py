@@ -13,7 +13,7 @@ from common.digest import file_sha256
 from guest.host import console_lines
 from tests.kernels import kernel_dir
 
-# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+# Boots two-vCPU guests on the host clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 FLAVOURS = ("unpatched", "patched")

@@ -26,7 +26,7 @@ from tests.kernels import IRQ_KPROBE_MODE
 from analysis import declared
 from guest.host import loaderbuild
 
-# Two-vCPU guests on the host clock (make test's hostclock phase); the
+# Two-vCPU guests on the host clock (the hostclock mark); the
 # recorded gcc49 boots of tests/boots.py shared with the other modules of
 # its group, in one process.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock,

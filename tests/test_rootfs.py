@@ -16,7 +16,7 @@ from tests.boots import boot
 from common import PY, REPO
 from common.digest import file_sha256
 
-# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+# Boots two-vCPU guests on the host clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 DURATION = "8"

@@ -20,7 +20,7 @@ from analysis.stackscan import builder
 from common import PY, REPO
 from common.cache import cache_root
 
-# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+# Boots two-vCPU guests on the host clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 ALLOW_LAB = REPO / "analysis/stackscan/allow-lab.txt"

@@ -34,7 +34,7 @@ from guest.host import stockkernel
 from analysis import chkwinlog
 from analysis import declared
 
-# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+# Boots two-vCPU guests on the host clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 DURATION = "45"

@@ -24,7 +24,7 @@ from analysis import windows
 from guest.host import stockkernel
 from guest.host import stocksymbols
 
-# Boots two-vCPU guests on the host clock: make test's hostclock phase.
+# Boots two-vCPU guests on the host clock: the hostclock mark.
 pytestmark = [pytest.mark.guest, pytest.mark.hostclock]
 
 # A phase seed whose 20 instruction-time seconds of inode-loop at width 1

@@ -1,9 +1,10 @@
 """The guest's console protocol, host side.
 
 guest/scenarios/_console.sh declares the tags of the lines a guest prints
-for the host (guest/init's status, checksum calls and /proc blocks) and the shell functions that print them.
-This module reads the tags from there, so a tag is written once, and
-parses those lines out of a console log.
+for the host (guest/init's status, checksum calls and /proc blocks) and
+the shell functions that print them.  This module reads the tags from
+there, so a tag is written once, and parses those lines out of a console
+log.
 """
 
 import re

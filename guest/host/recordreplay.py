@@ -29,13 +29,15 @@ LOG_NAME = "replay.bin"
 META_NAME = "replay.json"
 
 
-def drive(path, drive_id, readonly, record=False, writes=""):
+def drive(path, drive_id, readonly, record=False, snapshot=False):
     """-drive options of one block device whose guest device attaches to
-    drive_id; recording, the file sits under snapshot=on (nothing reaches
-    it) with a blkreplay filter on top, whose completions QEMU logs."""
+    drive_id, its writes to a throwaway overlay with snapshot; recording,
+    the file sits under snapshot=on (nothing reaches it) with a blkreplay
+    filter on top, whose completions QEMU logs."""
     ro = ",readonly=on" if readonly else ""
     if not record:
-        return ["-drive", f"file={path},if=none,id={drive_id},format=raw{ro}{writes}"]
+        over = ",snapshot=on" if snapshot else ""
+        return ["-drive", f"file={path},if=none,id={drive_id},format=raw{ro}{over}"]
     direct = f"{drive_id}-direct"
     return ["-drive", f"file={path},if=none,id={direct},format=raw,snapshot=on",
             "-drive", f"driver=blkreplay,if=none,image={direct},id={drive_id}{ro}"]

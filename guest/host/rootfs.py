@@ -5,8 +5,9 @@ Stage one is `debootstrap --foreign` on the host: it downloads the
 packages from the Debian mirror apt is set up with and unpacks them.
 Stage two is `debootstrap --second-stage` in that tree under PRoot, which
 runs each arm64 program through QEMU's user-mode emulator
-(qemu-aarch64-static) without binfmt_misc, so every maintainer script
-runs on arm64, and nothing of the host's kernel is changed.  That takes
+(qemu-aarch64-static), so every maintainer script runs on arm64; nothing
+is registered with the host's binfmt_misc, and the stage has a mount
+namespace of its own, so no mount of it is left on the host.  That takes
 about 4 minutes where booting the tree as the root of a lab guest took
 14 (bench/RESULTS.md, "By hand"), and needs no lab kernel, so it runs
 beside the kernel builds.  Besides the minimal base the root has the
@@ -97,13 +98,16 @@ def stage_one(tree, logfile):
 def stage_two(tree, logfile):
     """debootstrap --second-stage in tree, each arm64 program emulated;
     the host's /proc is the only thing bound in (tree/dev has the nodes
-    stage one made)."""
+    stage one made).  PRoot hands mount and umount to the host's kernel,
+    and debootstrap mounts and unmounts /proc: a mount namespace of the
+    stage's own keeps those from the host's mounts, and takes them away
+    however the stage ends."""
     # Stage one leaves proc a symlink to the host's /proc, which PRoot
     # cannot bind onto.
     if (tree / "proc").is_symlink():
         (tree / "proc").unlink()
     (tree / "proc").mkdir(exist_ok=True)
-    cmd = ["proot", "-q", EMULATOR, "-r", str(tree), "-w", "/", "-b", "/proc",
+    cmd = ["unshare", "--mount", "--propagation", "private", "proot", "-q", EMULATOR, "-r", str(tree), "-w", "/", "-b", "/proc",
            "/debootstrap/debootstrap", "--second-stage"]
     log("rootfs", "stage two: debootstrap --second-stage under proot and "
         "qemu-aarch64-static")

@@ -125,7 +125,7 @@ def qemu_command(spec, kernel, boot, disk, out, files=None):
         root, tools = boot
         # snapshot: the guest writes to a throwaway overlay, never to the
         # cached root disk.
-        cmd += recordreplay.drive(root, "rootfs", False, record, ",snapshot=on") + \
+        cmd += recordreplay.drive(root, "rootfs", False, record, snapshot=True) + \
             ["-device", "virtio-blk-pci,drive=rootfs"] + \
             recordreplay.drive(tools, "tools", True, record) + \
             ["-device", "virtio-blk-pci,drive=tools"]
