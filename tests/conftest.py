@@ -8,11 +8,14 @@ once boots once, and modules that share a process-wide cache of boots
 xdist hands out groups in the order they are collected, a worker taking
 the next one when it is down to its last two tests, so the groups start
 longest first, by what their tests took the last time each ran on this
-machine (test-durations.json in the cache, a time per test): the demo
-starts first, not last.  A test never timed counts nothing."""
+machine (test-durations.json in the cache, a time per test), else on the
+machine that wrote tests/durations.json (the same form, committed, so
+that a first run from an empty cache sorts too): the demo starts first,
+not last.  A test never timed counts nothing."""
 
 import json
 import math
+import pathlib
 
 import pytest
 
@@ -20,6 +23,7 @@ from common.cache import cache_root
 from common.jsonfile import write_json
 
 DURATIONS = "test-durations.json"
+COMMITTED = pathlib.Path(__file__).with_name("durations.json")
 # The key under which the controller hands its reading to the workers:
 # every worker must sort alike, or xdist stops on their differing lists.
 WORKER_KEY = "chkwin_test_durations"
@@ -31,10 +35,10 @@ def durations_path():
     return cache_root() / DURATIONS
 
 
-def last_durations():
-    """{test id: seconds} of the last runs; {} for a missing or damaged file."""
+def read_durations(path):
+    """{test id: seconds} in path; {} for a missing or damaged file."""
     try:
-        doc = json.loads(durations_path().read_text())
+        doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(doc, dict):
@@ -47,7 +51,7 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         config.chkwin_durations = config.workerinput.get(WORKER_KEY, {})
     else:
-        config.chkwin_durations = last_durations()
+        config.chkwin_durations = read_durations(COMMITTED) | read_durations(durations_path())
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -90,5 +94,5 @@ def pytest_sessionfinish(session):
     # time until it runs again, so a run of a few tests leaves the others'.
     if hasattr(session.config, "workerinput") or not _seconds:
         return
-    write_json(durations_path(), dict(last_durations(), **{
+    write_json(durations_path(), dict(read_durations(durations_path()), **{
         t: round(s, 2) for t, s in sorted(_seconds.items())}))
