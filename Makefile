@@ -83,10 +83,10 @@ rootfs: deps
 # Tests that need no kernel (not marked guest) run first, and alone by
 # make test-host.  make test times each phase (tests/phases.py: make, not
 # $(MAKE), so that make -n test only prints); the guest tests run JOBS at
-# a time (default one a core), longest groups first (tests/conftest.py),
-# those on the host clock in a phase of their own: beside a two-vCPU
-# host-clock guest an instruction-time boot waits longer for its disk and
-# warps its clock further (test_icount's model check read 1.22 there).
+# a time (default one a core), those on the host clock in a phase of
+# their own: beside a loaded neighbour an instruction-time boot's failure
+# counts move (test_icount's model check read 1.22 beside host-clock
+# guests, 1.12 beside test_kbuild's builds: bench/RESULTS.md, "By hand").
 TEST_JOBS = $(or $(JOBS),$(shell nproc))
 
 test-host: deps
