@@ -2,15 +2,24 @@
 one-instruction window fails without -singlestep, off never does, a phase
 seed repeats its calls, and failures follow the model's prediction.
 
-Untraced inode-loop boots (the walker alone) at -icount shift=4, 30 guest
-seconds, a phase seed each.  Sizing, from boots measured when this was
-written: gcc49-exact made 12 to 17 failures a boot (6 boots), so four
-boots without any is p < 1e-20; loop width 2 (W = 5) made 75 in one
-boot, width 16 (W = 33) 519 and 521.  The model is checked at those two
-doses, 6.6x apart, with 99% intervals (a 95% one would fail one run in
-twenty by design): two width-2 boots give about 160 failures, +-22% at
-99%; one width-16 boot about 520, +-11%.  Measured/predicted was 0.90 to
-1.08 in every condition then.
+Untraced inode-loop boots (the walker alone) at -icount shift=4, a phase
+seed each.  Sizing, from boots measured when this was written: gcc49-exact
+made 12 to 17 failures in 30 s (6 boots), so four boots without any is
+p < 1e-20.  The model is checked at loop widths 2 (W = 5) and 16 (W = 33),
+6.6x apart, each on ten phase seeds of 10 s: about 280 and 1,850
+failures.  A single seed is not the model's within Poisson: at width 2,
+six 15 s seeds read 0.65 to 1.28 of their predictions in one run
+(dispersion 3.4), and width 16's seed 1 read 0.90 three times running;
+that is what failed the earlier check of two seeds against a Poisson
+interval (1.22, 1.00-1.46, at 37709bf).  analysis/model.py claims the
+model within +-10% only (verdict.MODEL_MARGIN), so the check is the lab's
+own (experiment.model_fit: the seeds' spread, floored at Poisson, t on 9
+df): a dose fails when its 95% interval lies wholly outside that margin,
+or is wider than +-30%.  Measured (bench/RESULTS.md, "test_icount's model
+check"): width 2 0.94-1.05 (+-15-17%), width 16 0.98-1.02 (+-5%), on a
+quiet host and beside two busy loops alike; a wrong W (a loop pass one
+instruction longer: 0.71x at width 2, 0.67x at 16) lies outside, and a
+test says so on the same boots.
 """
 
 import subprocess
@@ -21,21 +30,25 @@ from tests.boots import boot_many, icount_args
 from common import PY, REPO
 
 from analysis import model
+from analysis.experiment import model_fit
+from analysis.verdict import MODEL_MARGIN
 
 pytestmark = pytest.mark.guest
 
 SHIFT = 4
 EXACT_BOOTS = 4
-DOSES = {"w2": (2, 2), "w16": (16, 1)}      # name: (loop width, boots)
+DOSES = {"w2": 2, "w16": 16}                # name: loop width
+DOSE_SEEDS = range(1, 11)
+DOSE_SECONDS = 10
 
 
 def counting(tmp_path_factory, name, window, seeds, width=1, shift=SHIFT,
-             flavours=("unpatched",), passes=None):
+             flavours=("unpatched",), passes=None, duration=30):
     specs = []
     for flavour, seed in ((f, s) for s in seeds for f in flavours):
         out = tmp_path_factory.mktemp(f"{name}-{flavour}-{seed}")
         limit = ["--passes", str(passes), "--duration", "120"] if passes else []
-        specs.append((out, flavour, "inode-loop", *icount_args(seed, shift), *limit,
+        specs.append((out, flavour, "inode-loop", *icount_args(seed, shift, duration), *limit,
                       "--append", f"ext4.chksum_window={window} "
                                   f"ext4.chksum_window_width={width}"))
     runs = boot_many(specs)
@@ -53,8 +66,27 @@ def exact(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def doses(tmp_path_factory):
-    return {name: counting(tmp_path_factory, name, "gcc49", range(1, boots + 1), width=width)
-            for name, (width, boots) in DOSES.items()}
+    return {name: counting(tmp_path_factory, name, "gcc49", DOSE_SEEDS, width=width,
+                           duration=DOSE_SECONDS)
+            for name, width in DOSES.items()}
+
+
+def model_check(runs, width, loop_insns=model.LOOP_INSNS):
+    """A dose's boots checked against the model as the lab's model check
+    does it (analysis/experiment.py): its by_w entry."""
+    each = [r.status.checksum_calls * model.per_call("gcc49", width, r.status.interrupts,
+                                                     SHIFT, loop_insns) for r in runs]
+    row = {"condition": f"w{width}", "window": "gcc49",
+           "W": model.fatal_boundaries("gcc49", width, loop_insns),
+           "measured": sum(r.status.checksum_failures_total for r in runs),
+           "predicted": sum(each), "timer": sum(r.status.interrupts["timer"] for r in runs),
+           "boots": [(seed, r.status.checksum_failures_total, p)
+                     for seed, r, p in zip(DOSE_SEEDS, runs, each)]}
+    check, = model_fit([row])["by_w"]
+    return check, (f"{check['measured']} failures against {check['predicted']:.1f} "
+                   f"predicted: {check['ratio']:.2f} ({check['ci95'][0]:.2f}-"
+                   f"{check['ci95'][1]:.2f}), dispersion {check['phi']:.2f} "
+                   f"on {check['df']} df")
 
 
 def test_the_listings_window_fails_without_singlestep(exact):
@@ -84,16 +116,21 @@ def test_a_phase_seed_repeats_its_calls(tmp_path_factory):
 
 @pytest.mark.parametrize("dose", DOSES)
 def test_failures_follow_the_model(dose, doses):
-    """Measured / predicted: its 99% interval covers 1 and is within +-30%."""
-    width = DOSES[dose][0]
-    runs = doses[dose]
-    predicted = sum(r.status.checksum_calls * model.per_call(
-        "gcc49", width, r.status.interrupts, SHIFT) for r in runs)
-    measured = sum(r.status.checksum_failures_total for r in runs)
-    ratio, (lo, hi) = model.ratio_to_model(measured, predicted, conf=0.99)
-    what = f"{measured} failures against {predicted:.1f} predicted: {ratio:.2f} ({lo:.2f}-{hi:.2f})"
-    assert lo <= 1 <= hi, what
+    """Measured / predicted over the dose's seeds: its 95% interval
+    reaches the model's margin and is within +-30%."""
+    check, what = model_check(doses[dose], DOSES[dose])
+    (lo, hi), ratio = check["ci95"], check["ratio"]
+    assert lo <= 1 + MODEL_MARGIN and hi >= 1 / (1 + MODEL_MARGIN), what
     assert hi / ratio - 1 <= 0.30 and 1 - lo / ratio <= 0.30, what
+
+
+@pytest.mark.parametrize("dose", DOSES)
+def test_the_check_rejects_a_wrong_loop(dose, doses):
+    """The same boots against a model whose loop pass is one instruction
+    longer (W 7 for 5, 49 for 33): the check must fail it, or passing
+    the right model says nothing."""
+    check, what = model_check(doses[dose], DOSES[dose], model.LOOP_INSNS + 1)
+    assert check["ci95"][1] < 1 / (1 + MODEL_MARGIN), what
 
 
 @pytest.mark.parametrize("bad, why", [
