@@ -82,11 +82,9 @@ rootfs: deps
 
 # Tests that need no kernel (not marked guest) run first, and alone by
 # make test-host.  make test times each phase (tests/phases.py: make, not
-# $(MAKE), so that make -n test only prints); the guest tests run JOBS at
-# a time (default one a core), those on the host clock in a phase of
-# their own: beside a loaded neighbour an instruction-time boot's failure
-# counts move (test_icount's model check read 1.22 beside host-clock
-# guests, 1.12 beside test_kbuild's builds: bench/RESULTS.md, "By hand").
+# $(MAKE), so that make -n test only prints); the guest tests, those on
+# the host clock among them, run JOBS at a time (default one a core),
+# longest groups first (tests/conftest.py).
 TEST_JOBS = $(or $(JOBS),$(shell nproc))
 
 test-host: deps
@@ -96,8 +94,7 @@ test:
 	@$(PY) tests/phases.py "deps" make --no-print-directory deps \
 		-- "host tests" env JOBS=$(TEST_JOBS) bash tests/run -m "not guest" \
 		-- "lab build" make --no-print-directory prepare \
-		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and not hostclock" \
-		-- "guest tests, host clock" env JOBS=$(TEST_JOBS) bash tests/run -m "guest and hostclock"
+		-- "guest tests" env JOBS=$(TEST_JOBS) bash tests/run -m guest
 
 demo: deps prepare-lab
 	$(PY) guest/lab_demo.py $(DEMO_ARGS)
