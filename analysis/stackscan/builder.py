@@ -13,6 +13,7 @@ import pathlib
 
 from common import REPO
 from common.cache import builder_main, Key, cache_root, cached
+from common.debian import installed_version
 from common.errors import die, run_or_die
 from common.progress import tool_output
 
@@ -25,9 +26,7 @@ def build():
     """Return the path of the binary, building on a cache miss."""
     key = Key("stackscan")
     key.add("gcc", run_or_die(["gcc", "--version"], "gcc --version").stdout)
-    key.add("capstone", run_or_die(
-        ["dpkg-query", "-W", "-f=${Version}", "libcapstone-dev"],
-        "dpkg-query libcapstone-dev (is it installed? make deps)").stdout)
+    key.add("capstone", installed_version("libcapstone-dev"))
     for path in sorted(p for p in HERE.iterdir()
                        if p.suffix in (".c", ".h") or p.name == "Makefile"):
         key.add("path:" + path.name, path.read_bytes())

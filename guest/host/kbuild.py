@@ -24,6 +24,7 @@ import time
 
 from common import REPO
 from common.cache import Key, cache_root, cached, locked
+from common.debian import installed_version
 from common.errors import die, run_or_die
 from common.progress import heartbeat, log, run_logged
 
@@ -43,8 +44,7 @@ OBJECT_LINE = re.compile(r"^\s+(?:CC|AS)\s+(?:\[M\]\s+)?(\S+)$", re.M)
 def source_version():
     if not TARBALL.exists():
         die(f"{TARBALL} is missing: install {SOURCE_PACKAGE} (make deps)")
-    return run_or_die(["dpkg-query", "-W", "-f=${Version}", SOURCE_PACKAGE],
-                      f"dpkg-query {SOURCE_PACKAGE}").stdout.strip()
+    return installed_version(SOURCE_PACKAGE)
 
 
 def compiler_version():

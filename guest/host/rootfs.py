@@ -34,8 +34,9 @@ import time
 
 from common import REPO
 from common.cache import Key, cache_root, cached
+from common.debian import installed_version
 from common.errors import die, run_or_die
-from common.progress import last_line, log, run_logged, tool_output
+from common.progress import last_line, log, run_logged, tail, tool_output
 
 GUEST = REPO / "guest"
 SUITE = "bookworm"
@@ -55,8 +56,7 @@ def package_version(name, path):
     """name's installed Debian version; path the program it provides."""
     if not os.path.exists(path):
         die(f"{path} not found: install {name} (make deps)")
-    proc = run_or_die(["dpkg-query", "-W", "-f", "${Version}", name], f"dpkg-query {name}")
-    return proc.stdout.strip()
+    return installed_version(name)
 
 
 def mirror():
@@ -84,15 +84,20 @@ def cache_key():
     return key.hexdigest()
 
 
+def final_line(logfile):
+    """What a failed stage wrote last, for its one-line error."""
+    lines = tail(logfile).strip().splitlines()
+    return lines[-1].strip() if lines else "no output"
+
+
 def stage_one(tree, logfile):
     cmd = ["debootstrap", "--arch=arm64", "--foreign", f"--variant={VARIANT}",
            "--include=" + ",".join(PACKAGES), SUITE, str(tree), mirror()]
     log("rootfs", f"stage one: {' '.join(cmd)}")
     proc = run_logged(cmd, logfile, "rootfs", last_line)
     if proc.returncode != 0:
-        lines = pathlib.Path(logfile).read_text(errors="replace").strip().splitlines()
         die(f"debootstrap --foreign failed (exit {proc.returncode}): "
-            f"{lines[-1] if lines else 'no output'} (log: {logfile})")
+            f"{final_line(logfile)} (log: {logfile})")
 
 
 def stage_two(tree, logfile):
@@ -107,7 +112,8 @@ def stage_two(tree, logfile):
     if (tree / "proc").is_symlink():
         (tree / "proc").unlink()
     (tree / "proc").mkdir(exist_ok=True)
-    cmd = ["unshare", "--mount", "--propagation", "private", "proot", "-q", EMULATOR, "-r", str(tree), "-w", "/", "-b", "/proc",
+    cmd = ["unshare", "--mount", "--propagation", "private",
+           "proot", "-q", EMULATOR, "-r", str(tree), "-w", "/", "-b", "/proc",
            "/debootstrap/debootstrap", "--second-stage"]
     log("rootfs", "stage two: debootstrap --second-stage under proot and "
         "qemu-aarch64-static")
@@ -123,9 +129,7 @@ def stage_two(tree, logfile):
         # The build's scratch directory goes; its log stays for a look.
         kept = cache_root() / "rootfs" / "second-stage.log"
         shutil.copyfile(logfile, kept)
-        lines = kept.read_text(errors="replace").strip().splitlines()
-        die(f"debootstrap --second-stage failed ({failed}): "
-            f"{lines[-1] if lines else 'no output'} (log: {kept})")
+        die(f"debootstrap --second-stage failed ({failed}): {final_line(kept)} (log: {kept})")
     missing = [p for p in PEER_PROGRAMS if not (tree / p).exists()]
     if missing:
         die(f"the second stage left no {', '.join(missing)} in the root")

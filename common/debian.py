@@ -1,0 +1,19 @@
+"""What Debian's package database says of this machine."""
+
+import subprocess
+
+from common.errors import die
+
+
+def installed_version(package):
+    """The installed version of a Debian package; a one-line error
+    naming make deps when dpkg does not have it installed."""
+    try:
+        proc = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status} ${Version}",
+                               package], capture_output=True, text=True)
+    except FileNotFoundError:
+        die("dpkg-query not found: chkwin needs Debian's dpkg")
+    status, _, version = proc.stdout.strip().partition(" ")
+    if proc.returncode != 0 or status != "installed" or not version:
+        die(f"{package} is not installed (make deps)")
+    return version
