@@ -20,7 +20,10 @@ when that 95% interval lies wholly outside the margin (a point ratio
 below about 0.79 or above 1.27 at width 2, 0.86 and 1.16 at width 16),
 or is wider than +-30%.  Measured (bench/RESULTS.md, "test_icount's
 model check"): width 2 0.92-1.07 (+-13-16%), width 16 0.98-1.05
-(+-5-6%), dispersion at most 1.4, quiet and beside two busy loops.  At
+(+-5-6%), dispersion at most 1.4, quiet and beside two busy loops, two
+disk writers or a host-clock guest; among the suite's other guest tests
+width 2 read 1.19 (1.02-1.39) at 54b1c0b, by a cause not found, so these
+tests carry the quiet mark: make test runs them alone, last.  At
 width 16 the check rejects a loop pass one instruction longer (W = 49:
 0.67x) on the same boots; at width 2 (W = 7, 0.71x) the interval is too
 wide for that to hold in every run.
@@ -118,6 +121,7 @@ def test_a_phase_seed_repeats_its_calls(tmp_path_factory):
     assert all(r.fields("passes") == ["6"] for r in runs)
 
 
+@pytest.mark.quiet
 @pytest.mark.parametrize("dose", DOSES)
 def test_failures_follow_the_model(dose, doses):
     """Measured / predicted over the dose's seeds: its 95% interval is
@@ -128,6 +132,7 @@ def test_failures_follow_the_model(dose, doses):
     assert hi / ratio - 1 <= 0.30 and 1 - lo / ratio <= 0.30, what
 
 
+@pytest.mark.quiet
 def test_the_check_rejects_a_wrong_loop(doses):
     """Width 16's boots against a model whose loop pass is one
     instruction longer (W = 49 for 33): the check must fail it, or
