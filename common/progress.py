@@ -98,7 +98,13 @@ def run_logged(cmd, logfile, what, status, **kw):
         return subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, **kw)
 
 
+def final_line(path):
+    """The last line a file holds, stripped; "" for an empty or missing file."""
+    lines = tail(path).strip().splitlines()
+    return lines[-1].strip() if lines else ""
+
+
 def last_line(logfile):
     """A status: the last line the step wrote."""
-    lines = tail(logfile).strip().splitlines()
-    return f"still running; last: {lines[-1].strip()[:120]}" if lines else "still running"
+    line = final_line(logfile)
+    return f"still running; last: {line[:120]}" if line else "still running"

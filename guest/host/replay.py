@@ -22,6 +22,7 @@ import sys
 from analysis.documents import BootStatus
 from common.errors import die
 from common.jsonfile import write_json
+from common.progress import final_line
 from guest.host import recordreplay
 from guest.host import run as runner
 from guest.host import walk
@@ -88,7 +89,7 @@ def summary_line(run, out, status, verdict):
     where = ("console identical" if diff is None else
              f"console differs from byte {diff['byte']} (line {diff['line']}: "
              f"recorded {diff['recorded'][:60]!r}, replayed {diff['replayed'][:60]!r})")
-    qemu_err = walk.last_line(out / "qemu.log")
+    qemu_err = final_line(out / "qemu.log")
     tail = f"; QEMU: {qemu_err}" if qemu_err else ""
     return (f"replay: error: {out} diverged from {run}: {where}; "
             f"differing: {', '.join(verdict['mismatched']) or 'none'}{tail}")

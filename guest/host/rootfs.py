@@ -36,7 +36,7 @@ from common import REPO
 from common.cache import Key, cache_root, cached
 from common.debian import installed_version
 from common.errors import die, run_or_die
-from common.progress import last_line, log, run_logged, tail, tool_output
+from common.progress import final_line, last_line, log, run_logged, tool_output
 
 GUEST = REPO / "guest"
 SUITE = "bookworm"
@@ -84,12 +84,6 @@ def cache_key():
     return key.hexdigest()
 
 
-def final_line(logfile):
-    """What a failed stage wrote last, for its one-line error."""
-    lines = tail(logfile).strip().splitlines()
-    return lines[-1].strip() if lines else "no output"
-
-
 def stage_one(tree, logfile):
     cmd = ["debootstrap", "--arch=arm64", "--foreign", f"--variant={VARIANT}",
            "--include=" + ",".join(PACKAGES), SUITE, str(tree), mirror()]
@@ -97,7 +91,7 @@ def stage_one(tree, logfile):
     proc = run_logged(cmd, logfile, "rootfs", last_line)
     if proc.returncode != 0:
         die(f"debootstrap --foreign failed (exit {proc.returncode}): "
-            f"{final_line(logfile)} (log: {logfile})")
+            f"{final_line(logfile) or 'no output'} (log: {logfile})")
 
 
 def stage_two(tree, logfile):
@@ -129,7 +123,8 @@ def stage_two(tree, logfile):
         # The build's scratch directory goes; its log stays for a look.
         kept = cache_root() / "rootfs" / "second-stage.log"
         shutil.copyfile(logfile, kept)
-        die(f"debootstrap --second-stage failed ({failed}): {final_line(kept)} (log: {kept})")
+        die(f"debootstrap --second-stage failed ({failed}): "
+            f"{final_line(kept) or 'no output'} (log: {kept})")
     missing = [p for p in PEER_PROGRAMS if not (tree / p).exists()]
     if missing:
         die(f"the second stage left no {', '.join(missing)} in the root")

@@ -33,6 +33,7 @@ from analysis import windows as windows_file
 from common.cache import quietly
 from common.errors import OneLineError
 from common.jsonfile import write_json
+from common.progress import final_line
 from guest.host import kernelwindows
 from guest.host import provenance
 from guest.host import recordreplay
@@ -118,7 +119,7 @@ def run_pass(run, meta, out, kind, job, name=None):
             while not sock.exists():
                 if qemu.poll() is not None or time.monotonic() > deadline:
                     raise WalkError(f"walk: QEMU did not open its gdb socket "
-                        f"({last_line(passdir / 'qemu.log') or 'no message'})")
+                        f"({final_line(passdir / 'qemu.log') or 'no message'})")
                 time.sleep(0.05)
             gdb = subprocess.Popen(
                 [GDB, "-batch", "-nx", "-ex", "set auto-load off", str(vmlinux),
@@ -144,7 +145,7 @@ def run_pass(run, meta, out, kind, job, name=None):
             shutil.rmtree(sockdir, ignore_errors=True)
     if not result.is_file():
         raise WalkError(f"walk: the {name} pass found nothing: "
-            f"{last_line(passdir / 'gdb.log') or 'gdb said nothing'} "
+            f"{final_line(passdir / 'gdb.log') or 'gdb said nothing'} "
             f"(gdb log: {passdir / 'gdb.log'})")
     if not console_is_prefix(run, passdir):
         raise WalkError(f"walk: the {name} pass's replay diverged from the recording "
@@ -152,11 +153,6 @@ def run_pass(run, meta, out, kind, job, name=None):
     found = json.loads(result.read_text())
     found["wall_seconds"] = round(time.monotonic() - start, 1)
     return found
-
-
-def last_line(path):
-    lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
-    return lines[-1] if lines else ""
 
 
 def find_bad_calls(run, meta, out, failures):
