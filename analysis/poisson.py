@@ -5,6 +5,7 @@ fractional: a count divided by a dispersion is how an overdispersed
 count is given its interval (verdict.py).
 """
 
+import functools
 import math
 
 from scipy import stats
@@ -18,16 +19,21 @@ def poisson_ci(k, conf=0.95):
     return lower, float(stats.gamma.ppf(1 - alpha / 2, k + 1))
 
 
+# These three are cached: the planners and the calibration ask the same
+# few quantiles thousands of times, and a scipy call costs a tenth of a ms.
+@functools.cache
 def chi2_quantile(q, df):
     """x with P(chi-square with df degrees of freedom <= x) = q."""
     return float(stats.chi2.ppf(q, df))
 
 
+@functools.cache
 def t_quantile(q, df):
     """x with P(Student's t with df degrees of freedom <= x) = q."""
     return float(stats.t.ppf(q, df))
 
 
+@functools.cache
 def normal_quantile(q):
     """z with Phi(z) = q."""
     return float(stats.norm.ppf(q))

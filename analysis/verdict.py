@@ -35,11 +35,12 @@ An interval that contains 1 never reads as "no effect" by itself.
 """
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from analysis.poisson import chi2_quantile, normal_quantile, poisson_ci, rate_ratio, t_quantile
 
@@ -339,6 +340,15 @@ def interval(lo, hi):
     return f"{_fmt(lo)}-{_fmt(hi)}"
 
 
+@functools.cache
+def _chi2_points(df):
+    """Chi-square's quantiles at 64 equal-probability points on df degrees
+    of freedom (cached: the power search asks each df many times)."""
+    points = stats.chi2.ppf((np.arange(64) + 0.5) / 64, df)
+    points.flags.writeable = False
+    return points
+
+
 def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
                     alpha=0.05, paired=False, want=None):
     """(boots a condition, decision): the fewest boots per condition with
@@ -363,16 +373,14 @@ def boots_for_power(per_boot_a, per_boot_b, phi, log_ratio, margin, power=POWER,
         se, df = s1 / math.sqrt(n), n - 1 if paired else 2 * n - 2
         # The phi the interval will use relative to the true one, at 64
         # equal-probability points of the estimate: floored as scale() floors it.
-        u = np.sqrt(np.maximum(phi * stats.chi2.ppf((np.arange(64) + 0.5) / 64, df) / df,
-                               PHI_FLOOR) / phi)
+        u = np.sqrt(np.maximum(phi * _chi2_points(df) / df, PHI_FLOOR) / phi)
         t2, t1 = t_quantile(1 - alpha / 2, df), t_quantile(1 - alpha, df)
-        differs = float(np.mean(stats.norm.cdf(d / se - t2 * u)
-                                + stats.norm.cdf(-d / se - t2 * u)))
+        differs = float(np.mean(special.ndtr(d / se - t2 * u) + special.ndtr(-d / se - t2 * u)))
         # Equivalent: the estimate within band - t1 s of 0 (90% interval
         # inside the margin) and within t2 s (95% interval holds 1).
         m = np.maximum(np.minimum(band / se - t1 * u, t2 * u), 0)
-        equivalent = float(np.mean(np.clip(stats.norm.cdf(m - d / se)
-                                           - stats.norm.cdf(-m - d / se), 0, 1)))
+        equivalent = float(np.mean(np.clip(special.ndtr(m - d / se)
+                                           - special.ndtr(-m - d / se), 0, 1)))
         return differs, equivalent
 
     def reached(n):
