@@ -93,7 +93,7 @@ def demo(results, args):
 # phase seed makes the same calls wherever it runs.
 SHORT_DEMO = ["--flavours", "unpatched", "--boot-seconds", "60", "--passes", "20",
               "--boots", "4", "--record-seconds", "60", "--no-controls", "--seed", "11",
-              "--jobs", str(slots()), "--rr-exact", "off"]
+              "--jobs", str(slots()), "--rr-exact", "0"]
 _short_demo = []
 
 

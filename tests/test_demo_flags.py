@@ -17,7 +17,8 @@ def test_bad_flags_are_one_line_errors(tmp_path):
                 ["--clock", "host", "--passes", "5"], ["--time-limit", "0"],
                 ["--plan-from", str(tmp_path / "nosuch")],
                 ["--clock", "host", "--plan-from", str(REPO)],
-                ["--clock", "host", "--rr-exact", "on"], ["--rr-exact", "maybe"]):
+                ["--clock", "host", "--rr-exact", "1"], ["--rr-exact", "maybe"],
+                ["--rr-exact", "-1"]):
         proc = subprocess.run([PY, str(REPO / "guest/lab_demo.py"), *bad,
                                "--results", str(tmp_path)], capture_output=True, text=True)
         assert proc.returncode == 2, bad

@@ -1,7 +1,7 @@
-"""make demo RR_BOOTS=2, short: the first two boots of each counting
-condition (and by default every exact-window boot) are recorded for
-replay, every failure of theirs is walked after the last round, and the
-report opens with one walked failure and shows the walks as replay's
+"""make demo RR_BOOTS=1 RR_EXACT=all, short: the first boot of each
+counting condition and every exact-window boot are recorded for replay,
+and no other; every failure of theirs is walked after the last round, and
+the report opens with one walked failure and shows the walks as replay's
 attributions.
 
 One flavour, two boots of each condition, 10 guest seconds: the verdicts
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.guest
 
 ARGS = ["--flavours", "unpatched", "--boot-seconds", "10", "--boots", "2",
         "--record-seconds", "0", "--no-controls", "--seed", "11", "--jobs", str(boots.slots()),
-        "--rr-boots", "2"]
+        "--rr-boots", "1", "--rr-exact", "all"]
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +32,21 @@ def demo(tmp_path_factory):
     return boots.demo(tmp_path_factory.mktemp("demo-rr"), ARGS)
 
 
-def test_counting_boots_are_recorded_and_only_they(demo):
+def test_the_boots_the_flags_name_are_recorded_and_only_they(demo):
     _, top, doc = demo
-    kinds = {c["name"]: c["kind"] for c in doc["conditions"]}
+    conditions = {c["name"]: c for c in doc["conditions"]}
+    recorded = set()
     for b in doc["boots"]:
-        counting = kinds[b["condition"]] == "counting"
-        assert b["record_replay"] is counting, b
-        assert (top / b["dir"] / "replay.json").is_file() is counting
+        c = conditions[b["condition"]]
+        first = b["dir"] == f"{c['name']}-1"
+        named = c["kind"] == "counting" and (first or c["window"] == "gcc49-exact")
+        assert b["record_replay"] is named, b
+        assert (top / b["dir"] / "replay.json").is_file() is named
         status = BootStatus.read(top / b["dir"] / "status.json")
-        assert status.clock["sleep"] is counting
+        assert status.clock["sleep"] is named
+        recorded |= {b["dir"]} if named else set()
+    assert recorded == {"unpatched-gcc49-exact-1", "unpatched-gcc49-exact-2",
+                        "unpatched-off-1"}
 
 
 def test_every_failure_of_a_recorded_boot_is_walked_into_the_report(demo):

@@ -3,6 +3,7 @@ defaults that depend on the clock, the checks of flags that do not go
 together, and the dispersion the plan starts from."""
 
 import argparse
+import math
 import pathlib
 import random
 
@@ -34,6 +35,15 @@ def rate_list(text):
     if any(v < 0 for v in values) or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"{text!r}: distinct rates, 0 or more (Hz)")
     return values
+
+
+def boots_or_all(text):
+    """A number of boots, 0 or more, or "all" (infinite)."""
+    if text == "all":
+        return math.inf
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of boots (0 or more) or 'all'")
+    return int(text)
 
 
 def flavour_list(text):
@@ -168,11 +178,13 @@ def guest_options(ap):
                          "condition with QEMU's record/replay, then walk every "
                          "failure of theirs to its cause by replay (guest/replay.py; "
                          "default 0)")
-    ap.add_argument("--rr-exact", choices=["on", "off"],
-                    help="icount: record every boot of the exact window (gcc49-exact) "
-                         "with QEMU's record/replay and walk every failure of theirs, "
-                         "so that the report opens with one walked to its cause "
-                         "(default on with --clock icount; the host clock cannot record)")
+    ap.add_argument("--rr-exact", type=boots_or_all, metavar="N|all",
+                    help="icount: record the first N boots of each exact-window "
+                         "condition (gcc49-exact) with QEMU's record/replay and walk "
+                         "every failure of theirs, so that the report opens with one "
+                         "walked to its cause (default 1 with --clock icount: a walk "
+                         "costs about 9 s of wall a failure, some 15 a boot; 0 on the "
+                         "host clock, which cannot record)")
     ap.add_argument("--results", type=pathlib.Path, default=REPO / "results",
                     help="where results/<timestamp>/ and latest go")
 
@@ -186,7 +198,7 @@ def clock_defaults(args):
     if args.smp is None:
         args.smp = 1 if args.clock == "icount" else 2
     if args.rr_exact is None:
-        args.rr_exact = "on" if args.clock == "icount" else "off"
+        args.rr_exact = 1 if args.clock == "icount" else 0
 
 
 def check(ap, args):
@@ -205,8 +217,8 @@ def check(ap, args):
         ap.error("--partition, --account and --time-limit go with --engine slurm")
     if args.passes and (args.clock != "icount" or args.workload != "inode-loop"):
         ap.error("--passes bounds the walker's boots on icount (--workload inode-loop)")
-    if (args.rr_boots or args.rr_exact == "on") and args.clock != "icount":
-        ap.error("--rr-boots and --rr-exact on need --clock icount: QEMU records only "
+    if (args.rr_boots or args.rr_exact) and args.clock != "icount":
+        ap.error("--rr-boots and --rr-exact need --clock icount: QEMU records only "
                  "instruction time")
     if not 0 < args.power < 0.95:
         ap.error("--power must lie in (0, 0.95): \"equivalent\" at a true ratio of 1 "

@@ -285,7 +285,7 @@ class Specs:
             if self.args.passes and scenario == "inode-loop":
                 flags += ["--passes", str(self.args.passes)]
             if c.kind == "counting" and (n <= self.args.rr_boots or (
-                    self.args.rr_exact == "on" and c.window == "gcc49-exact")):
+                    c.window == "gcc49-exact" and n <= self.args.rr_exact)):
                 flags.append("--record-replay")
         limit = run_py.watchdog_seconds(self.seconds(c), c.singlestep, c.clock,
                                         self.args.shift)
