@@ -3,7 +3,7 @@ icount clock (its default).
 
 A pilot of two boots (the loop at width 16, which plans the run and
 enters no verdict), then counting boots of 20 walker passes (about 28
-guest seconds, at most 60: tests/boots.py's short_demo) (unpatched gcc49-exact, the positive
+guest seconds on a quiet host, at most 180: tests/boots.py's short_demo) (unpatched gcc49-exact, the positive
 control (the loop of width 1) and off, four times each, as the plan printed
 before the first counting boot says, with the power the model predicts) and one recorded gcc49-exact boot of 60 s under the flight
 recorder, two boots at a time.  A 30 s gcc49-exact boot of the walker
