@@ -12,6 +12,7 @@ import pytest
 from common import REPO
 from common.cache import cache_root, locked
 from common.digest import file_sha256
+from guest.host import keptobjects
 from tests.kernels import kbuild, kbuild_args, kernel_dir, run_together
 
 pytestmark = pytest.mark.guest
@@ -203,7 +204,7 @@ def compiled_again(tree, obj, out):
     """obj compiled once more in tree by the command its .cmd file
     recorded, into out (its dependency file not rewritten), debug
     sections stripped; and obj itself stripped alike."""
-    cmd = (tree / obj).with_name(f".{pathlib.Path(obj).name}.cmd").read_text().splitlines()[0]
+    cmd = keptobjects.cmd_file_of(tree / obj).read_text().splitlines()[0]
     command = cmd.split(" := ", 1)[1]
     command = command.replace(f" -o {obj} ", f" -o {out / 'again.o'} ")
     command = " ".join(w for w in command.split(" ") if not w.startswith("-Wp,-MMD,"))
@@ -228,7 +229,7 @@ def test_kept_objects_compile_to_the_same_code_with_the_patched_header(tmp_path)
         assert dsb_ld in rebuilt and dmb_oshld not in rebuilt
         for obj in ("fs/ext4/super.o", "fs/ext4/inode.o", "kernel/sched/core.o"):
             assert "arch/arm64/include/asm/io.h" in \
-                (tree / obj).with_name(f".{pathlib.Path(obj).name}.cmd").read_text(), obj
+                keptobjects.cmd_file_of(tree / obj).read_text(), obj
             code = (tree / obj).read_bytes()
             assert dmb_oshld not in code and dsb_ld not in code, obj
             again, kept = compiled_again(tree, obj, tmp_path)

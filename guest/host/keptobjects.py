@@ -86,6 +86,12 @@ def header_words(changes, witnesses):
     return words
 
 
+def cmd_file_of(obj):
+    """Where kbuild keeps the command and prerequisites obj was built
+    with: .<name>.cmd beside it."""
+    return obj.with_name(f".{obj.name}.cmd")
+
+
 def prerequisites(cmd_file, tree):
     """The paths a .cmd file names (its source, the headers it read, the
     config options' stamps it tested, and words of its command line that
@@ -104,7 +110,7 @@ def keep(tree, changes, witnesses):
     words = header_words(changes, witnesses)
     if not words:
         return 0
-    headers = {tree / h for h in words}
+    words = {tree / h: w for h, w in words.items()}
     stamps = {}
 
     def stamp(path):
@@ -117,16 +123,16 @@ def keep(tree, changes, witnesses):
                 stamps[path] = 0
         return stamps[path]
     kept = 0
-    for cmd_file in tree.rglob(".*.o.cmd"):
-        obj = cmd_file.with_name(cmd_file.name[1:-len(".cmd")])
-        if not obj.is_file():
+    for obj in tree.rglob("*.o"):
+        cmd_file = cmd_file_of(obj)
+        if not cmd_file.is_file() or not obj.is_file():
             continue
         built = obj.stat().st_mtime_ns
         newer = {p for p in prerequisites(cmd_file, tree) if stamp(p) > built}
-        if not newer or not newer <= headers:
+        if not newer or not newer <= words.keys():
             continue
         code = obj.read_bytes()
-        if any(w in code for h in newer for w in words[str(h.relative_to(tree))]):
+        if any(w in code for h in newer for w in words[h]):
             continue
         os.utime(obj)
         kept += 1

@@ -62,8 +62,9 @@ host) boots run multi-threaded TCG with --smp CPUs, as before.
 On icount the first boot of each exact-window condition (gcc49-exact) is
 recorded with QEMU's record/replay (guest/run.py --record-replay; --rr-exact
 N records the first N, 0 none, all every one), and --rr-boots N records the
-first N boots of each counting condition as well; after the last round every failure of theirs is walked
-to its cause by replay (guest/replay.py --failure all).  The report opens
+first N boots of each counting condition as well; after the last round
+every failure of theirs is walked to its cause by replay (guest/replay.py
+--failure all).  The report opens
 with one walked failure on the instruction count and shows every walk,
 whose boots ran no tracer, beside the tracer's tables.
 
